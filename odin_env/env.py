@@ -1,0 +1,175 @@
+"""Odin as a PettingZoo AEC environment.
+
+``odin_env.env(players=4, threshold=15, ...)`` returns the environment wrapped in PettingZoo's
+order-enforcing wrapper; ``raw_env`` is the bare one. The settings are those of
+:class:`odin_env.rules.Config` (``num_players`` is accepted as PettingZoo's usual name for
+``players``), plus ``render_mode`` (``"ansi"`` or ``"human"``) and ``auto_forced``.
+
+Agents: ``player_0 .. player_{n-1}``; seat order is clockwise = increasing index (R16).
+
+Actions: ``Discrete(3634)`` for every agent.
+
+============  =============================================================
+index         meaning
+============  =============================================================
+0 .. 3578     play combo ``odin_env.combos.COMBO_CARDS[i]``
+3579          pass
+3580 .. 3633  take card id ``a - 3580`` from the combo just beaten (R10)
+============  =============================================================
+
+After a play that beats a combo, the same agent acts again with only take actions legal.
+With ``auto_forced=True`` (default) a decision with one legal action (pass when nothing beats
+the table, taking from a one-card combo, a lead with one card left) is applied without asking,
+so agents are asked only for real choices.
+
+Observations: ``{"observation": float32[OBS_SIZE], "action_mask": int8[3634]}``; the encoding
+is documented plane by plane in :mod:`odin_env.observation`. The mask is the legal set for the
+acting agent and all zeros for the others.
+
+Rewards: ``reward="penalty"``: at each hand's end every agent receives minus the cards left in
+its hand; ``reward="win"``: at the episode's end each of the ``w`` agents on the lowest total
+receives ``1/w``, the others 0. Every agent receives its own reward, whoever ended the hand;
+PettingZoo's ``last()`` returns it when the agent is next selected.
+
+Episodes end by termination of every agent (``episode="hand"``: after one hand; ``"game"``: when
+a total reaches the threshold, R14). There is no truncation: every hand ends (R12).
+
+An illegal action raises ``ValueError`` naming the action, the phase and the number of legal
+actions, and leaves the game unchanged; ``env(illegal="terminate")`` instead applies
+PettingZoo's ``TerminateIllegalWrapper`` (the offender gets -1 and the episode ends).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from odin_env.observation import OBS_SIZE, observe
+from odin_env.render import describe
+from odin_env.rules import NUM_ACTIONS, Config, Game
+
+ILLEGAL_MODES = ("raise", "terminate")
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """The Odin AEC environment without wrappers; see the module docstring."""
+
+    metadata = {"name": "odin_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+
+    def __init__(
+        self,
+        players: int | None = None,
+        threshold: int = 15,
+        colours: int | None = None,
+        first_player: str = "rotate",
+        episode: str = "game",
+        reward: str = "penalty",
+        render_mode: str | None = None,
+        auto_forced: bool = True,
+        num_players: int | None = None,
+    ):
+        super().__init__()
+        if players is not None and num_players is not None and players != num_players:
+            raise ValueError(f"players={players} and num_players={num_players} disagree")
+        players = players if players is not None else num_players if num_players else 4
+        self.config = Config(players, threshold, colours, first_player, episode, reward)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None, ansi or human; got {render_mode!r}")
+        self.render_mode = render_mode
+        self.auto_forced = auto_forced
+        self.possible_agents = [f"player_{s}" for s in range(players)]
+        self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
+        obs_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, np.inf, (OBS_SIZE,), np.float32),
+                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+            }
+        )
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+        self._rng = np.random.default_rng()
+        self.game: Game | None = None
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.game = Game(self.config, seed=self._rng)
+        self.agents = self.possible_agents[:]
+        self._zero = dict.fromkeys(self.agents, 0.0)
+        self.rewards = dict(self._zero)
+        self._cumulative_rewards = dict(self._zero)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {a: {} for a in self.agents}
+        if self.auto_forced:
+            self.game.play_forced()
+        self.agent_selection = self.possible_agents[self.game.current]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        game = self.game
+        seat = self._seat[agent]
+        if seat == game.current and not game.is_over:
+            mask = game.legal_mask()
+        else:
+            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return {"observation": observe(game, seat), "action_mask": mask}
+
+    def step(self, action: int | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        game = self.game
+        paid = game.apply(action)
+        if self.auto_forced and not game.is_over:
+            forced = game.play_forced()
+            if forced is not None:
+                paid = forced if paid is None else [a + b for a, b in zip(paid, forced)]
+        self._cumulative_rewards[agent] = 0.0
+        if paid is None:
+            if self._paid_last:
+                self.rewards = dict(self._zero)
+                self._paid_last = False
+        else:
+            self.rewards = dict(zip(self.possible_agents, paid))
+            self._paid_last = True
+            self._accumulate_rewards()
+        if game.is_over:
+            self.terminations = dict.fromkeys(self.agents, True)
+        self.agent_selection = self.possible_agents[game.current]
+        if self.render_mode == "human":
+            self.render()
+
+    _paid_last = False
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        text = describe(self.game, self._seat[self.agent_selection])
+        if self.render_mode == "human":
+            print(text, end="\n\n")
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+
+def env(illegal: str = "raise", **kwargs: Any) -> AECEnv:
+    """The Odin AEC environment in PettingZoo's standard wrappers (see the module docstring)."""
+    if illegal not in ILLEGAL_MODES:
+        raise ValueError(f"illegal must be one of {', '.join(ILLEGAL_MODES)}; got {illegal!r}")
+    environment: AECEnv = raw_env(**kwargs)
+    if illegal == "terminate":
+        environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
+    return wrappers.OrderEnforcingWrapper(environment)

@@ -1,0 +1,135 @@
+"""What one seat sees, as one flat ``float32`` array with named views.
+
+The encoding is seat-relative: slot 0 is the observing seat, slot ``k`` the seat ``k`` places
+clockwise (R16). Slots of empty seats (fewer than 6 players) are zero. Nothing hidden at a real
+table is encoded: other hands appear only through their size and the cards they are publicly
+known to hold.
+
+=================  ==========  ==========================================================
+view               shape       content
+=================  ==========  ==========================================================
+``hand``           (6, 9)      the observer's cards, ``[colour, value - 1]``
+``table``          (6, 9)      the combo on the table (empty when a trick is to be led);
+                               while taking, the combo the observer has just played
+``take``           (6, 9)      while taking: the beaten combo, whose cards may be taken
+``discard``        (6, 9)      cards discarded face up this hand
+``known``          (6, 6, 9)   ``known[k]``: cards slot ``k`` took this hand and has not played
+``hand_size``      (6,)        cards in hand of slot ``k``, divided by 9
+``penalty``        (6,)        penalty total of slot ``k``, divided by the threshold
+``table_owner``    (6,)        1 for the slot that played the combo on the table
+``phase``          (3,)        one-hot: lead, follow, take
+``passes``         (1,)        passes in a row since the last play, divided by ``players - 1``
+``players``        (5,)        one-hot of the number of players, 2 .. 6
+``threshold``      (1,)        the penalty threshold, divided by 100
+``colours``        (6,)        1 for each colour in play
+=================  ==========  ==========================================================
+
+``LAYOUT`` maps each name to ``(slice, shape)``; :func:`views` returns the named views of one
+observation or of a batch (leading axes are kept). The scale factors are ``SCALE``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
+from odin_env.combos import COMBO_BITS
+from odin_env.rules import LEAD, MAX_PLAYERS, MIN_PLAYERS, Config, Game
+
+SLOTS = MAX_PLAYERS
+PLANES = (("hand", 1), ("table", 1), ("take", 1), ("discard", 1), ("known", SLOTS))
+NUM_PLANES = sum(count for _, count in PLANES)
+_FIELDS = (
+    ("hand_size", (SLOTS,)),
+    ("penalty", (SLOTS,)),
+    ("table_owner", (SLOTS,)),
+    ("phase", (3,)),
+    ("passes", (1,)),
+    ("players", (MAX_PLAYERS - MIN_PLAYERS + 1,)),
+    ("threshold", (1,)),
+    ("colours", (NUM_COLOURS,)),
+)
+SCALE = {"hand_size": 9.0, "threshold": 100.0}
+"""Divisors of the count fields; ``penalty`` is divided by the threshold, ``passes`` by
+``players - 1``."""
+
+
+def _build_layout() -> dict[str, tuple[slice, tuple[int, ...]]]:
+    layout, start = {}, 0
+    shapes = [
+        (name, (NUM_COLOURS, NUM_VALUES) if count == 1 else (count, NUM_COLOURS, NUM_VALUES))
+        for name, count in PLANES
+    ] + list(_FIELDS)
+    for name, shape in shapes:
+        size = int(np.prod(shape))
+        layout[name] = (slice(start, start + size), shape)
+        start += size
+    return layout
+
+
+LAYOUT = _build_layout()
+OBS_SIZE = max(s.stop for s, _ in LAYOUT.values())
+PLANES_SIZE = NUM_PLANES * NUM_CARDS
+
+
+def views(obs: np.ndarray) -> dict[str, np.ndarray]:
+    """Named, reshaped views (no copies) of an observation or a batch ``(..., OBS_SIZE)``."""
+    if obs.shape[-1] != OBS_SIZE:
+        raise ValueError(f"an observation has {OBS_SIZE} entries, got shape {obs.shape}")
+    lead = obs.shape[:-1]
+    return {name: obs[..., s].reshape(lead + shape) for name, (s, shape) in LAYOUT.items()}
+
+
+_DYNAMIC_SIZE = LAYOUT["passes"][0].stop - PLANES_SIZE
+_static_tails: dict[int, tuple[Config, np.ndarray]] = {}
+
+
+def _static_tail(config: Config) -> np.ndarray:
+    """The fields fixed by the config (players, threshold, colours), encoded once per config."""
+    # Keyed by id (the config is kept alive in the value): hashing a dataclass on every
+    # observation would cost more than encoding the whole hand.
+    cached = _static_tails.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    players = [0.0] * (MAX_PLAYERS - MIN_PLAYERS + 1)
+    players[config.players - MIN_PLAYERS] = 1.0
+    colours = [1.0 if c < config.colours else 0.0 for c in range(NUM_COLOURS)]
+    tail = np.array(players + [config.threshold / 100.0] + colours, dtype=np.float32)
+    _static_tails[id(config)] = (config, tail)
+    return tail
+
+
+def observe(game: Game, seat: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Encode what ``seat`` sees of ``game`` (into ``out`` when given)."""
+    config = game.config
+    n = config.players
+    obs = np.empty(OBS_SIZE, dtype=np.float32) if out is None else out
+    order = [(seat + k) % n for k in range(n)]
+    table = COMBO_BITS[game.table] if game.table >= 0 else 0
+    known = game.known
+    sets = [game.hands[seat], table, game.take_from, game.discard]
+    sets += [known[s] for s in order]
+    sets += _NO_SETS[n]
+    raw = np.array(sets, dtype="<u8").view(np.uint8).reshape(NUM_PLANES, 8)
+    bits = np.unpackbits(raw, axis=1, bitorder="little")
+    obs[:PLANES_SIZE].reshape(NUM_PLANES, NUM_CARDS)[:] = bits[:, :NUM_CARDS]
+
+    empty = _EMPTY[n]
+    hands, totals = game.hands, game.totals
+    threshold = config.threshold
+    phase = _PHASE_ONE_HOT[game.phase]
+    owner = game.owner if game.phase != LEAD else -1
+    obs[PLANES_SIZE : PLANES_SIZE + _DYNAMIC_SIZE] = (
+        [hands[s].bit_count() / 9.0 for s in order] + empty
+        + [totals[s] / threshold for s in order] + empty
+        + [1.0 if s == owner else 0.0 for s in order] + empty
+        + phase
+        + [game.passes / (n - 1)]
+    )  # fmt: skip
+    obs[PLANES_SIZE + _DYNAMIC_SIZE :] = _static_tail(config)
+    return obs
+
+
+_NO_SETS = {n: [0] * (SLOTS - n) for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)}
+_EMPTY = {n: [0.0] * (SLOTS - n) for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)}
+_PHASE_ONE_HOT = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0])

@@ -1,0 +1,392 @@
+"""The pure game of Odin (RULES R1-R16): configuration, state, legal actions, apply, scoring.
+
+No RL library is imported here. One :class:`Game` is one game (or one hand, with
+``episode="hand"``) in progress. Every decision is one action of the shared action space:
+
+============  =============================================================
+index         meaning
+============  =============================================================
+0 .. 3578     play combo ``combos.COMBO_CARDS[i]``
+3579          pass (``PASS``)
+3580 .. 3633  take card id ``a - 3580`` from the combo just beaten (``TAKE``)
+============  =============================================================
+
+The legal actions of the decision at hand are computed once, when the decision arises, and kept
+in ``Game.legal`` (ascending). Card sets are 54-bit ints (see :mod:`odin_env.cards`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from odin_env import combos
+from odin_env.cards import (
+    MAX_HAND,
+    NUM_CARDS,
+    NUM_COLOURS,
+    NUM_VALUES,
+    VALUE_BITS,
+    bits_of,
+    cards_of,
+    deck_bits,
+)
+from odin_env.combos import BEAT_LO, BY_COLOUR, BY_VALUE, COMBO_BITS, COMBO_SIZE, NUM_COMBOS
+
+PASS = NUM_COMBOS
+TAKE = NUM_COMBOS + 1
+NUM_ACTIONS = TAKE + NUM_CARDS
+
+LEAD, FOLLOW, TAKING, OVER = 0, 1, 2, 3
+PHASE_NAMES = ("lead", "follow", "take", "over")
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 6
+FIRST_PLAYER_RULES = ("rotate", "winner", "random", "fixed")
+EPISODES = ("game", "hand")
+REWARDS = ("penalty", "win")
+TWO_PLAYER_COLOURS = 4
+
+_BEAT_LO = BEAT_LO.tolist()
+_SIZE = COMBO_SIZE.tolist()
+
+
+@dataclass(frozen=True)
+class Config:
+    """One game's settings. Every field is checked; a bad value raises ``ValueError``."""
+
+    players: int = 4
+    """Seats at the table, 2-6 (R2)."""
+    threshold: int = 15
+    """The game ends after a hand in which a total reaches or passes this (R14)."""
+    colours: int | None = None
+    """Colours in play, 2-6 and at least ``players``; ``None``: 4 for 2 players, else 6 (R3)."""
+    first_player: str = "rotate"
+    """Who leads each hand's first trick: rotate, winner, random or fixed (R15)."""
+    episode: str = "game"
+    """``game``: play hands until the threshold; ``hand``: one hand is the whole episode."""
+    reward: str = "penalty"
+    """``penalty``: minus the cards left, paid at each hand's end; ``win``: at the episode's end
+    1/w to each of the w players on the lowest total, 0 to the others (so a return is a win
+    share)."""
+    seed: int | None = field(default=None, compare=False)
+    """Default seed of a new game when none is given."""
+
+    def __post_init__(self) -> None:
+        _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
+        _check_int("threshold", self.threshold, 1, None)
+        if self.colours is None:
+            object.__setattr__(
+                self, "colours", TWO_PLAYER_COLOURS if self.players == 2 else NUM_COLOURS
+            )
+        _check_int("colours", self.colours, max(2, self.players), NUM_COLOURS)
+        for name, allowed in (
+            ("first_player", FIRST_PLAYER_RULES),
+            ("episode", EPISODES),
+            ("reward", REWARDS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
+                )
+
+
+def _check_int(name: str, value: object, low: int, high: int | None) -> None:
+    allowed = f"{low}-{high}" if high is not None else f">= {low}"
+    if name == "colours" and low > 2:
+        allowed += f" (9 cards for each of the {low} players needs {low}+ colours)"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer {allowed}; got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {allowed}; got {value}")
+
+
+@lru_cache(maxsize=1 << 16)
+def hand_combos(hand: int, size: int) -> tuple[int, ...]:
+    """The sorted indices of the ``size``-card combos inside the card set ``hand``."""
+    found: list[int] = []
+    for colour in range(NUM_COLOURS):
+        p = hand >> (colour * NUM_VALUES) & VALUE_BITS
+        if p:
+            found += BY_COLOUR[colour][p][size]
+    if 2 <= size <= NUM_COLOURS:
+        t = combos.value_patterns(hand)
+        for value in range(NUM_VALUES):
+            q = t >> (NUM_COLOURS * value) & 63
+            if q & (q - 1):
+                found += BY_VALUE[value][q][size]
+    found.sort()
+    return tuple(found)
+
+
+def follow_plays(hand: int, table: int) -> list[int]:
+    """R7/R9: the combos in ``hand`` that beat combo ``table``, ascending."""
+    size = _SIZE[table]
+    same = hand_combos(hand, size)
+    plays = list(same[bisect_left(same, _BEAT_LO[table]) :])
+    if size < MAX_HAND:
+        plays += hand_combos(hand, size + 1)
+    return plays
+
+
+def lead_plays(hand: int) -> list[int]:
+    """R8: one card, or the whole hand when it is one combo."""
+    plays = sorted(combos.SINGLE[c] for c in cards_of(hand))
+    if hand & (hand - 1) and combos.is_combo(hand):
+        plays.append(combos.combo_index_of_bits(hand))
+    return plays
+
+
+class Game:
+    """One game of Odin in progress. Public attributes are read-only to callers.
+
+    ``hands[s]``, ``discard``, ``known[s]``, ``set_aside``: card-set ints. ``table``: the combo
+    index on the table (-1 when a trick is to be led); ``owner``: who played it. ``take_from``:
+    the beaten combo's cards while its beater chooses one (phase ``TAKING``). ``current``: the
+    seat to act; ``legal``: its legal actions. ``rewards``: per seat, what the last action paid
+    (``None`` when it paid nothing). ``totals``: penalty totals; ``history``: each finished hand's
+    penalties.
+    """
+
+    __slots__ = (
+        "config", "rng", "deck", "hands", "table", "owner", "take_from", "discard", "known",
+        "set_aside", "phase", "current", "passes", "legal", "totals", "history", "hand_leader",
+        "rewards", "winners",
+    )  # fmt: skip
+
+    def __init__(self, config: Config | None = None, seed: int | np.random.Generator | None = None):
+        self.config = config = config or Config()
+        self.rng = np.random.default_rng(config.seed if seed is None else seed)
+        self.deck = deck_bits(config.colours)
+        self.totals = [0] * config.players
+        self.history: list[tuple[int, ...]] = []
+        self.rewards: list[float] | None = None
+        self.winners: tuple[int, ...] = ()
+        self._deal(self._first_leader(previous=None, emptied=None))
+
+    @classmethod
+    def from_position(
+        cls,
+        config: Config,
+        hands: Sequence[Iterable[int]],
+        current: int,
+        *,
+        table: Iterable[int] | None = None,
+        owner: int | None = None,
+        take_from: Iterable[int] | None = None,
+        passes: int = 0,
+        discard: Iterable[int] = (),
+        known: Sequence[Iterable[int]] | None = None,
+        totals: Sequence[int] | None = None,
+        hand_leader: int | None = None,
+        seed: int | None = None,
+    ) -> Game:
+        """A game at a built position (cards as ids). ``take_from`` given: ``current`` has just
+        played ``table`` and chooses a card of ``take_from``; ``table`` given: ``current`` follows;
+        neither: ``current`` leads. Cards nobody holds are set aside."""
+        game = cls.__new__(cls)
+        n = config.players
+        if len(hands) != n:
+            raise ValueError(f"hands: expected {n} hands, got {len(hands)}")
+        game.config = config
+        game.rng = np.random.default_rng(seed)
+        game.deck = deck_bits(config.colours)
+        game.hands = [bits_of(h) for h in hands]
+        game.table = -1 if table is None else combos.combo_index(table)
+        game.owner = current if owner is None and take_from is not None else owner
+        game.take_from = bits_of(take_from or ())
+        game.discard = bits_of(discard)
+        game.known = [bits_of(k) for k in known] if known is not None else [0] * n
+        game.passes = passes
+        game.current = current
+        game.phase = TAKING if take_from is not None else FOLLOW if table is not None else LEAD
+        game.totals = list(totals) if totals is not None else [0] * n
+        game.history = []
+        game.hand_leader = current if hand_leader is None else hand_leader
+        game.rewards = None
+        game.winners = ()
+        placed = game.discard | game.take_from | (0 if table is None else COMBO_BITS[game.table])
+        for h in game.hands:
+            if h & placed or h & ~game.deck:
+                raise ValueError("hands: a card is in two places or not in the deck in play")
+            placed |= h
+        game.set_aside = game.deck & ~placed
+        game._decide()
+        return game
+
+    # -- the game flow -------------------------------------------------------------------------
+
+    def _first_leader(self, previous: int | None, emptied: int | None) -> int:
+        rule, n = self.config.first_player, self.config.players
+        if rule == "fixed":
+            return 0
+        if previous is None or rule == "random":
+            return int(self.rng.integers(n))
+        return (previous + 1) % n if rule == "rotate" else emptied
+
+    def _deal(self, leader: int) -> None:
+        """R2: a fresh shuffle of the deck in play, 9 cards each, the rest set aside."""
+        n = self.config.players
+        order = self.rng.permutation(self.config.colours * NUM_VALUES).tolist()
+        self.hands = [bits_of(order[i * MAX_HAND : (i + 1) * MAX_HAND]) for i in range(n)]
+        self.set_aside = bits_of(order[n * MAX_HAND :])
+        self.known = [0] * n
+        self.discard = 0
+        self.table = -1
+        self.owner = -1
+        self.take_from = 0
+        self.passes = 0
+        self.hand_leader = self.current = leader
+        self.phase = LEAD
+        self._decide()
+
+    def _decide(self) -> None:
+        hand = self.hands[self.current]
+        if self.phase == LEAD:
+            self.legal = lead_plays(hand)
+        elif self.phase == FOLLOW:
+            self.legal = follow_plays(hand, self.table)
+            self.legal.append(PASS)
+        elif self.phase == TAKING:
+            self.legal = [TAKE + c for c in cards_of(self.take_from)]
+        else:
+            self.legal = []
+
+    @property
+    def is_over(self) -> bool:
+        """The episode has ended (the hand with ``episode="hand"``, else the game)."""
+        return self.phase == OVER
+
+    def legal_mask(self) -> np.ndarray:
+        """The ``int8[3634]`` mask of the legal actions."""
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        mask[self.legal] = 1
+        return mask
+
+    def apply(self, action: int) -> list[float] | None:
+        """Apply the acting player's action; returns (and keeps in ``rewards``) what it paid.
+
+        An illegal action raises ``ValueError`` and changes nothing.
+        """
+        if action not in self.legal:
+            self._refuse(action)
+        action = int(action)
+        self.rewards = None
+        seat = self.current
+        n = self.config.players
+        if self.phase == TAKING:  # R10: take one card, discard the rest face up
+            card_bit = 1 << (action - TAKE)
+            self.hands[seat] |= card_bit
+            self.known[seat] |= card_bit
+            self.discard |= self.take_from & ~card_bit
+            self.take_from = 0
+            self.phase = FOLLOW
+            self.current = (seat + 1) % n
+        elif action == PASS:  # R9, R11
+            self.passes += 1
+            if self.passes == n - 1:
+                self.discard |= COMBO_BITS[self.table]
+                self.table = -1
+                self.phase = LEAD
+                self.current = self.owner
+            else:
+                self.current = (seat + 1) % n
+        else:  # R8, R9: a play
+            played = COMBO_BITS[action]
+            hand = self.hands[seat] = self.hands[seat] & ~played
+            self.known[seat] &= ~played
+            beaten = self.table
+            self.table = action
+            self.owner = seat
+            self.passes = 0
+            if not hand:  # R10 exception, R13
+                if beaten >= 0:
+                    self.discard |= COMBO_BITS[beaten]
+                self._end_hand(seat)
+                return self.rewards
+            if beaten < 0:
+                self.phase = FOLLOW
+                self.current = (seat + 1) % n
+            else:
+                self.take_from = COMBO_BITS[beaten]
+                self.phase = TAKING
+        self._decide()
+        return self.rewards
+
+    def play_forced(self) -> list[float] | None:
+        """Apply decisions that have one legal action until a real choice or the episode's end;
+        returns the rewards they paid, summed per seat (``None`` if none)."""
+        paid = None
+        while len(self.legal) == 1:
+            rewards = self.apply(self.legal[0])
+            if rewards is not None:
+                paid = rewards if paid is None else [a + b for a, b in zip(paid, rewards)]
+        self.rewards = paid
+        return paid
+
+    def _refuse(self, action: object) -> None:
+        raise ValueError(
+            f"illegal action {action!r} for seat {self.current} in phase "
+            f"{PHASE_NAMES[self.phase]}: {len(self.legal)} actions are legal "
+            f"(0-{NUM_COMBOS - 1} play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take)"
+        )
+
+    def _end_hand(self, emptied: int) -> None:
+        """R13-R15: score the hand, then end the episode or deal the next hand."""
+        config = self.config
+        penalties = tuple(h.bit_count() for h in self.hands)
+        self.history.append(penalties)
+        self.totals = [t + p for t, p in zip(self.totals, penalties)]
+        over = config.episode == "hand" or max(self.totals) >= config.threshold
+        if config.reward == "penalty":
+            self.rewards = [-float(p) for p in penalties]
+        else:
+            self.rewards = [0.0] * config.players
+        if over:
+            low = min(self.totals)
+            self.winners = tuple(s for s, t in enumerate(self.totals) if t == low)
+            if config.reward == "win":
+                for s in self.winners:
+                    self.rewards[s] = 1.0 / len(self.winners)
+            self.phase = OVER
+            self.current = emptied
+            self.legal = []
+        else:
+            self._deal(self._first_leader(self.hand_leader, emptied))
+
+    # -- inspection ----------------------------------------------------------------------------
+
+    @property
+    def hand_number(self) -> int:
+        """1 for the first hand of the game; counts finished hands plus the one in play."""
+        return len(self.history) + (0 if self.is_over else 1)
+
+    def snapshot(self) -> tuple:
+        """Everything that defines the state (the generator's state included), for comparisons."""
+        return (
+            tuple(self.hands), self.table, self.owner, self.take_from, self.discard,
+            tuple(self.known), self.set_aside, self.phase, self.current, self.passes,
+            tuple(self.legal), tuple(self.totals), tuple(self.history), self.hand_leader,
+            self.winners, repr(self.rng.bit_generator.state),
+        )  # fmt: skip
+
+    def where(self) -> dict[str, int]:
+        """Every card in play mapped to its place (``hand0``.., ``table``, ``take``, ``discard``,
+        ``aside``): the bookkeeping that property tests check."""
+        places = {f"hand{s}": h for s, h in enumerate(self.hands)}
+        places.update(
+            table=COMBO_BITS[self.table] if self.table >= 0 else 0,
+            take=self.take_from,
+            discard=self.discard,
+            aside=self.set_aside,
+        )
+        return places
+
+
+__all__ = [
+    "Config", "Game", "NUM_ACTIONS", "PASS", "TAKE", "LEAD", "FOLLOW", "TAKING", "OVER",
+    "PHASE_NAMES", "follow_plays", "lead_plays", "hand_combos",
+]  # fmt: skip
