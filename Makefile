@@ -23,3 +23,6 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+run: $(STAMP)
+	$(PY) evaluate.py showcase --out results/showcase
