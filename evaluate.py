@@ -1,0 +1,190 @@
+"""Tournaments and studies of Odin agents (a thin CLI over :mod:`agents.studies`).
+
+    python evaluate.py tournament --agents planner greedy random random --games 2000 \\
+        --players 4 --threshold 15 --seed 0 --workers 2 --out results/NAME
+    python evaluate.py seating --agent greedy --players 2 3 4 5 6 --games 5000 \\
+        --start-rule rotate winner
+    python evaluate.py thresholds --agents planner greedy greedy greedy --thresholds 5 10 15 20 30
+    python evaluate.py showcase --out results/showcase      # what `make run` runs
+
+Agents are specs of :func:`agents.make`: ``random``, a heuristic name, ``ppo`` or ``ppo:PATH``.
+Game settings use :class:`odin_env.rules.Config`'s names. Deals are fixed by ``--seed`` and each
+deal is played once per seat rotation; results do not depend on ``--workers``. Bad input exits
+with code 2 and a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from odin_env.rules import EPISODES, FIRST_PLAYER_RULES, REWARDS, Config
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _game_flags(p: argparse.ArgumentParser, players_many: bool = False) -> None:
+    if players_many:
+        p.add_argument("--players", type=int, nargs="+", default=[2, 3, 4, 5, 6])
+    else:
+        p.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
+    p.add_argument("--threshold", type=int, default=15)
+    p.add_argument("--colours", type=int, default=None, help="default: 4 for 2 players, else 6")
+    if not players_many:
+        p.add_argument("--first-player", default="rotate", help=", ".join(FIRST_PLAYER_RULES))
+    p.add_argument("--episode", default="game", help=", ".join(EPISODES))
+    p.add_argument("--reward", default="penalty", help=", ".join(REWARDS))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The CLI's argument parser."""
+    root = _Parser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
+    sub = root.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tournament", help="agents play seeded deals from every seat")
+    t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
+    t.add_argument("--games", type=int, default=2000)
+    t.add_argument("--out", type=Path, default=Path("results/tournament"))
+    _game_flags(t)
+
+    s = sub.add_parser("seating", help="win rate by seat, the same agent in every seat")
+    s.add_argument("--agent", default="greedy")
+    s.add_argument("--games", type=int, default=5000, help="games per player count and rule")
+    s.add_argument(
+        "--first-player", "--start-rule", dest="first_player", nargs="+",
+        default=["rotate", "winner"], help=", ".join(FIRST_PLAYER_RULES),
+    )  # fmt: skip
+    s.add_argument("--out", type=Path, default=Path("results/seating"))
+    _game_flags(s, players_many=True)
+
+    h = sub.add_parser("thresholds", help="how the threshold changes the first agent's results")
+    h.add_argument("--agents", nargs="+", default=["planner", "greedy", "greedy", "greedy"])
+    h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
+    h.add_argument("--games", type=int, default=2000, help="games per threshold")
+    h.add_argument("--out", type=Path, default=Path("results/thresholds"))
+    _game_flags(h)
+
+    w = sub.add_parser("showcase", help="the tournament and seat table that `make run` shows")
+    w.add_argument("--out", type=Path, default=Path("results/showcase"))
+    w.add_argument("--games", type=int, default=800)
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--workers", type=int, default=2)
+    w.add_argument("--no-progress", action="store_true")
+    return root
+
+
+def check_agent(spec: str) -> None:
+    """Build the agent once, so a bad spec fails here with a clear message."""
+    from agents import make
+
+    name, _, path = spec.partition(":")
+    if name == "ppo" and path and not Path(path).exists():
+        raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
+    try:
+        make(spec)
+    except ImportError as e:
+        raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
+    except OSError as e:
+        raise ValueError(f"agent {spec!r}: {e}") from None
+
+
+def config_of(args: argparse.Namespace, players: int, first_player: str | None = None) -> Config:
+    return Config(
+        players=players,
+        threshold=args.threshold,
+        colours=args.colours,
+        first_player=first_player or args.first_player,
+        episode=args.episode,
+        reward=args.reward,
+    )
+
+
+def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
+    players = args.players if args.players is not None else len(specs)
+    config = config_of(args, players)
+    if len(specs) != players:
+        few = "fewer" if len(specs) < players else "more"
+        raise ValueError(
+            f"{len(specs)} agents for {players} players ({few} agents than players): "
+            "give one agent spec per seat"
+        )
+    return config
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    if getattr(args, "games", 1) < 1:
+        raise ValueError(f"--games must be >= 1; got {args.games}")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1; got {args.workers}")
+
+
+def validate(args: argparse.Namespace) -> Config | None:
+    """Check everything before any game is played; ``ValueError`` names the problem."""
+    _check_common(args)
+    if args.command in ("tournament", "thresholds"):
+        config = _check_counts(args, args.agents)
+        for spec in dict.fromkeys(args.agents):
+            check_agent(spec)
+        if args.command == "thresholds":
+            for t in args.thresholds:
+                if t < 1:
+                    raise ValueError(f"--thresholds must be positive integers; got {t}")
+        return config
+    if args.command == "seating":
+        for n in args.players:
+            for rule in args.first_player:
+                Config(
+                    players=n, threshold=args.threshold, colours=args.colours,
+                    first_player=rule, episode=args.episode, reward=args.reward,
+                )  # fmt: skip
+        check_agent(args.agent)
+        return Config(
+            players=args.players[0], threshold=args.threshold, colours=args.colours,
+            episode=args.episode, reward=args.reward,
+        )  # fmt: skip
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        config = validate(args)
+    except ValueError as e:
+        print(f"evaluate.py {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+    from agents import studies
+
+    progress = not args.no_progress
+    if args.command == "tournament":
+        _, text = studies.tournament(
+            args.agents, config, args.games, args.seed, args.out, args.workers, progress
+        )
+    elif args.command == "seating":
+        _, text = studies.seating(
+            args.agent, args.players, args.first_player, args.games, args.seed, args.out,
+            config, args.workers, progress,
+        )  # fmt: skip
+    elif args.command == "thresholds":
+        _, text = studies.thresholds(
+            args.agents, args.thresholds, args.games, args.seed, args.out, config,
+            args.workers, progress,
+        )  # fmt: skip
+    else:
+        text = studies.showcase(
+            args.out, args.workers, args.games, seed=args.seed, progress=progress
+        )
+    print(text)
+    print(f"written under {args.out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""evaluate.py as a user runs it: bad input gets one clear line and exit code 2; good input
+writes its files and prints its table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["tournament", "--agents", "planner", "bogus", "random", "random"], "unknown agent"),
+        (["tournament", "--agents", "ppo:/no/such/model.zip", "greedy"], "does not exist"),
+        (["tournament", "--agents", *["greedy"] * 7], "players must be 2-6"),
+        (["tournament", "--agents", "greedy", "random", "--players", "4"], "fewer agents"),
+        (["seating", "--agent", "greedy", "--players", "4", "7"], "players must be 2-6"),
+        (["thresholds", "--agents", "planner", "nope"], "unknown agent"),
+        (["tournament", "--agents", "greedy", "greedy", "--first-player", "last"], "first_player"),
+        (["tournament", "--agents", "greedy", "greedy", "--games", "x"], "invalid int"),
+        (["tournament", "--agents", "greedy", "greedy", "--games", "0"], "--games"),
+    ],
+)
+def test_bad_input_prints_one_line_and_exits_2(args, says, tmp_path):
+    result = run(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert says in lines[0]
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_tournament_writes_json_csv_and_plot_and_prints_a_table(tmp_path):
+    out = tmp_path / "t"
+    agents = ["planner", "greedy", "random"]
+    result = run("tournament", "--agents", *agents, "--games", "6", "--threshold", "5",
+                 "--no-progress", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "tournament.json").read_text())
+    assert summary["games"] == 6 and summary["config"]["players"] == 3
+    assert len(summary["game_records"]) == 6
+    assert len((out / "games.csv").read_text().splitlines()) == 1 + 6
+    assert (out / "tournament.png").read_bytes()[:4] == b"\x89PNG"
+    for name in agents:
+        assert name in result.stdout
+
+
+def test_seating_and_thresholds_write_one_figure_each(tmp_path):
+    seat = run("seating", "--agent", "greedy", "--players", "2", "3", "--start-rule", "rotate",
+               "winner", "--games", "6", "--no-progress", "--out", str(tmp_path / "s"),
+               cwd=tmp_path)  # fmt: skip
+    assert seat.returncode == 0, seat.stderr
+    cells = json.loads((tmp_path / "s" / "seating.json").read_text())["cells"]
+    assert {(c["players"], c["first_player"]) for c in cells} == {
+        (n, r) for n in (2, 3) for r in ("rotate", "winner")
+    }
+    assert (tmp_path / "s" / "seating.png").exists()
+    thr = run("thresholds", "--agents", "planner", "greedy", "--thresholds", "3", "6",
+              "--games", "4", "--no-progress", "--out", str(tmp_path / "h"),
+              cwd=tmp_path)  # fmt: skip
+    assert thr.returncode == 0, thr.stderr
+    rows = json.loads((tmp_path / "h" / "thresholds.json").read_text())["rows"]
+    assert [r["threshold"] for r in rows] == [3, 6]
+    assert (tmp_path / "h" / "thresholds.png").exists()
