@@ -75,7 +75,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         super().__init__()
         if players is not None and num_players is not None and players != num_players:
             raise ValueError(f"players={players} and num_players={num_players} disagree")
-        players = players if players is not None else num_players if num_players else 4
+        players = players if players is not None else num_players if num_players is not None else 4
         self.config = Config(players, threshold, colours, first_player, episode, reward)
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, ansi or human; got {render_mode!r}")
