@@ -1,0 +1,134 @@
+"""The batched agent interface: one call picks an action for every game of a batch.
+
+A batched agent sees, for each game, exactly what a single agent sees (:mod:`agents.base`): the
+acting seat's observation row and its legal-action mask. It is fed by
+:class:`odin_env.batched.BatchedGames`::
+
+    engine = BatchedGames(config, batch=1024, seed=7)
+    agent = BatchRandomAgent(seed=8)
+    obs, mask, seat, rewards, done = engine.reset()
+    for _ in range(steps):
+        obs, mask, seat, rewards, done = engine.step(agent.act_batch(obs, mask))
+
+``BatchRandomAgent`` is uniform over the legal actions; ``PerGameAgent`` lifts any single
+:class:`agents.base.Agent` to the batched interface by asking it game by game (correct for every
+agent, fast for none: native batched agents are the fast path). ``act_by_seat`` plays a table of
+different agents, one per seat, asking each for the rows where its seat acts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from agents.base import Agent
+from odin_env._batched_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
+from odin_env.observation import OBS_SIZE
+from odin_env.rules import NUM_ACTIONS
+
+
+@runtime_checkable
+class BatchAgent(Protocol):
+    """Anything with a name that picks one legal action per row of a batch."""
+
+    name: str
+
+    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """``obs`` float32 ``(B, OBS_SIZE)`` and ``mask`` int8 ``(B, 3634)`` -> int64 ``(B,)``."""
+        ...
+
+
+def _check_batch(obs: np.ndarray, mask: np.ndarray) -> None:
+    if obs.ndim != 2 or obs.shape[1] != OBS_SIZE:
+        raise ValueError(f"obs must have shape (B, {OBS_SIZE}); got {obs.shape}")
+    if mask.shape != (obs.shape[0], NUM_ACTIONS):
+        raise ValueError(f"mask must have shape ({obs.shape[0]}, {NUM_ACTIONS}); got {mask.shape}")
+
+
+class BatchRandomAgent:
+    """Uniform over each row's legal actions; seeded by a numpy ``Generator``.
+
+    ``parallel``: share the rows among numba's threads (same actions either way).
+    """
+
+    def __init__(self, seed: int | None = None, parallel: bool = False):
+        if not isinstance(parallel, (bool, np.bool_)):
+            raise ValueError(f"parallel must be True or False; got {parallel!r}")
+        self.name = "random"
+        self.rng = np.random.default_rng(seed)
+        self._pick = pick_uniform_parallel if parallel else pick_uniform
+        self._out = np.zeros(0, dtype=np.int64)
+        self._sums = np.zeros((0, NUM_ACTIONS // PICK_BLOCK + 1), dtype=np.int64)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Reseed (``None``: keep the generator)."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """One uniform legal action per row; ``ValueError`` if a row has no legal action.
+
+        The returned array is reused by the next call (copy it to keep it).
+        """
+        _check_batch(obs, mask)
+        batch = mask.shape[0]
+        if self._out.shape[0] != batch:
+            self._out = np.zeros(batch, dtype=np.int64)
+            self._sums = np.zeros((batch, self._sums.shape[1]), dtype=np.int64)
+        mask = np.ascontiguousarray(mask)
+        if mask.dtype != np.int8:
+            mask = mask.astype(np.int8)
+        empty = self._pick(mask, self.rng.random(batch), self._out, self._sums)
+        if empty >= 0:
+            raise ValueError(f"row {empty} of the mask has no legal action")
+        return self._out
+
+
+class PerGameAgent:
+    """A single :class:`agents.base.Agent` asked once per row (the fallback for agents without
+    a native batched form)."""
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+        self.name = agent.name
+
+    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The wrapped agent's action for each row, in row order."""
+        _check_batch(obs, mask)
+        return np.array(
+            [self.agent.act(obs[i], mask[i]) for i in range(obs.shape[0])], dtype=np.int64
+        )
+
+
+def act_by_seat(
+    agents: Sequence[BatchAgent], obs: np.ndarray, mask: np.ndarray, seat: np.ndarray
+) -> np.ndarray:
+    """The actions of a table of batched agents, ``agents[s]`` playing seat ``s``: each agent
+    is asked once, for the rows where its seat acts (``seat`` from ``BatchedGames``)."""
+    _check_batch(obs, mask)
+    if seat.shape != (obs.shape[0],) or (
+        seat.size and not 0 <= seat.min() <= seat.max() < len(agents)
+    ):
+        raise ValueError(
+            f"seat must hold one seat 0-{len(agents) - 1} per row (one agent per seat); got {seat}"
+        )
+    actions = np.zeros(obs.shape[0], dtype=np.int64)
+    for s, agent in enumerate(agents):
+        rows = np.flatnonzero(seat == s)
+        if rows.size:
+            actions[rows] = agent.act_batch(obs[rows], mask[rows])
+    return actions
+
+
+def as_batch_agent(agent: Agent | BatchAgent) -> BatchAgent:
+    """``agent`` itself when it has ``act_batch``, else wrapped in :class:`PerGameAgent`."""
+    if isinstance(agent, BatchAgent):
+        return agent
+    if isinstance(agent, Agent):
+        return PerGameAgent(agent)
+    raise ValueError(f"{agent!r} has neither act_batch(obs, mask) nor act(observation, mask)")
+
+
+__all__ = ["BatchAgent", "BatchRandomAgent", "PerGameAgent", "act_by_seat", "as_batch_agent"]

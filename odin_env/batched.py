@@ -1,0 +1,426 @@
+"""A batch of B independent Odin games played in lockstep, for training and large studies.
+
+:class:`BatchedGames` plays B games of one :class:`odin_env.rules.Config` at once. Every game
+has a decision pending at every step (finished games are dealt again at once), so one call
+``step(actions)`` takes one action per game and returns, for every game, what its *next* acting
+seat sees. The rules are those of :mod:`odin_env.rules` and the encoding that of
+:mod:`odin_env.observation`; ``compare_with_rules`` checks it decision by decision.
+
+The step results live in arrays allocated once and rewritten in place at every step (the same
+objects every time; copy what you keep):
+
+=================  ==================  ===================================================
+attribute          shape, dtype        content after ``reset`` / ``step``
+=================  ==================  ===================================================
+``obs``            (B, OBS_SIZE) f32   the acting seat's observation (``observation.observe``)
+``mask``           (B, 3634) int8      its legal actions (``Game.legal_mask``)
+``seat``           (B,) int64          the acting seat
+``rewards``        (B, players) f64    what the step paid each seat (``Game.apply`` plus the
+                                       forced decisions after it, summed; 0 when nothing)
+``done``           (B,) bool           the episode ended during the step; the game shown is
+                                       the next episode, already dealt
+``hand_end``       (B,) bool           a hand ended during the step
+``penalties``      (B, players) int64  that hand's cards left per seat (where ``hand_end``)
+``final_totals``   (B, players) int64  the finished episode's penalty totals (where ``done``)
+``winners``        (B, players) bool   seats on the lowest total, ties share (where ``done``)
+``final_hands``    (B,) int64          hands the finished episode lasted (where ``done``)
+=================  ==================  ===================================================
+
+``obs`` and ``mask`` belong to the engine: it rewrites only the entries that can change (mask
+entries set at the last step are cleared, not the whole row), so a caller must not write to
+them. Legality is checked against the engine's own lists, never against ``mask``.
+
+Seeds: game ``i`` of the batch (the slot ``i``) draws all its deals from its own generator
+``np.random.default_rng(game_seeds(seed, B)[i])``, and each new episode in that slot continues
+that generator, exactly as ``odin_env.env`` does after ``reset(seed)``. So the first episode in
+slot ``i`` is ``rules.Game(config, seed=game_seeds(seed, B)[i])``; with ``g`` that generator,
+the k-th episode is the k-th ``rules.Game(config, seed=g)`` made in a row.
+
+``auto_forced`` (default on) applies decisions with one legal action without asking, as the
+AEC env does; a step then counts one decision per game. A bad action anywhere in the batch
+raises ``ValueError`` naming the game index and the action before any game changes.
+
+The work runs in numba kernels (:mod:`odin_env._batched_kernels`, compiled on first use and
+cached on disk), on one thread, or on numba's threads with ``parallel=True`` (same results;
+worth it only on otherwise idle cores); the random draws stay in Python, in each game's own
+numpy ``Generator``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from odin_env import _batched_kernels as k
+from odin_env.cards import MAX_HAND, NUM_COLOURS, NUM_VALUES
+from odin_env.combos import (
+    BEAT_LO,
+    BY_COLOUR,
+    BY_VALUE,
+    COMBO_BITS,
+    COMBO_SIZE,
+    NUM_COMBOS,
+    SPREAD,
+    combo_index_of_bits,
+)
+from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE, observe
+from odin_env.rules import (
+    FIRST_PLAYER_RULES,
+    MAX_PLAYERS,
+    MIN_PLAYERS,
+    NUM_ACTIONS,
+    PASS,
+    PHASE_NAMES,
+    TAKE,
+    Config,
+    Game,
+)
+
+MAX_LEGAL = 256
+"""Room for the legal actions of one decision: a follow offers at most C(9,4) + C(9,5) = 252
+combos (every subset of a 9-card hand is at most one combo) plus pass."""
+
+
+class BatchStep(NamedTuple):
+    """What ``reset`` and ``step`` return: the engine's own arrays (the same objects each time)."""
+
+    obs: np.ndarray
+    mask: np.ndarray
+    seat: np.ndarray
+    rewards: np.ndarray
+    done: np.ndarray
+
+
+def game_seeds(seed: int | None, batch: int) -> list[int]:
+    """The seed of each game of a batch of ``batch`` games made from ``seed``.
+
+    Derived with ``numpy.random.SeedSequence(seed).generate_state(batch, uint64)``: distinct,
+    well-mixed 64-bit seeds, the same for slot ``i`` whatever the batch size.
+    """
+    _check_batch(batch)
+    state = np.random.SeedSequence(seed).generate_state(batch, dtype=np.uint64)
+    return [int(s) for s in state]
+
+
+def _check_batch(batch: object) -> None:
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+
+
+def _subset_table(per_group: list, patterns: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flatten ``combos.BY_COLOUR`` or ``BY_VALUE`` into a start table and one index array:
+    the combos of size ``s`` in pattern ``p`` of group ``g`` are
+    ``idx[start[g, p, s] : start[g, p, s + 1]]``."""
+    sizes = MAX_HAND + 2
+    start = np.zeros((len(per_group), patterns, sizes + 1), dtype=np.int64)
+    flat: list[int] = []
+    for g, table in enumerate(per_group):
+        for p in range(patterns):
+            for s in range(sizes):
+                start[g, p, s] = len(flat)
+                flat.extend(table[p][s])
+            start[g, p, sizes] = len(flat)
+    return start, np.array(flat, dtype=np.int64)
+
+
+def _whole_hand_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Combo index of each one-colour pattern (``[colour, 9-bit values]``) and each one-value
+    pattern (``[value, 6-bit colours]``); -1 for the empty pattern."""
+    by_colour = np.full((NUM_COLOURS, 1 << NUM_VALUES), -1, dtype=np.int64)
+    for c in range(NUM_COLOURS):
+        for p in range(1, 1 << NUM_VALUES):
+            by_colour[c, p] = combo_index_of_bits(p << (c * NUM_VALUES))
+    by_value = np.full((NUM_VALUES, 1 << NUM_COLOURS), -1, dtype=np.int64)
+    for v in range(NUM_VALUES):
+        for q in range(1, 1 << NUM_COLOURS):
+            bits = sum(1 << (c * NUM_VALUES + v) for c in range(NUM_COLOURS) if q >> c & 1)
+            by_value[v, q] = combo_index_of_bits(bits)
+    return by_colour, by_value
+
+
+def _build_tables() -> tuple[np.ndarray, ...]:
+    colour_start, colour_idx = _subset_table(BY_COLOUR, 1 << NUM_VALUES)
+    value_start, value_idx = _subset_table(BY_VALUE, 1 << NUM_COLOURS)
+    colour_index, value_index = _whole_hand_tables()
+    # The kernels know PASS and TAKE as the number of combos and one more.
+    assert PASS == NUM_COMBOS and TAKE == NUM_COMBOS + 1
+    return (
+        np.array(COMBO_BITS, dtype=np.int64),
+        COMBO_SIZE.astype(np.int64),
+        BEAT_LO.astype(np.int64),
+        colour_start,
+        colour_idx,
+        value_start,
+        value_idx,
+        colour_index,
+        value_index,
+        # byte -> its 8 bits as float32 0/1, seen as 4 uint64, to write 8 cards in 4 stores
+        np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
+        .astype(np.float32)
+        .view(np.uint64),
+        np.array(SPREAD, dtype=np.int64),
+    )
+
+
+_TABLES: tuple[np.ndarray, ...] | None = None
+
+
+def _tables() -> tuple[np.ndarray, ...]:
+    global _TABLES  # built on first use: importing the module stays cheap
+    if _TABLES is None:
+        _TABLES = _build_tables()
+    return _TABLES
+
+
+_PLANES = ("hand", "table", "take", "discard", "known")
+if any(LAYOUT[name][0].start % 2 for name in _PLANES) or OBS_SIZE % 2:
+    # The kernels write planes as pairs of float32; a layout change must keep them aligned.
+    raise RuntimeError("observation planes must start at even indices for odin_env.batched")
+
+_OFFSETS = np.array(
+    [
+        LAYOUT[name][0].start
+        for name in (
+            "hand", "table", "take", "discard", "known",
+            "hand_size", "penalty", "table_owner", "phase", "passes",
+        )
+    ],
+    dtype=np.int64,
+)  # fmt: skip
+
+
+def _config_tail(config: Config) -> np.ndarray:
+    """The observation entries fixed by the config (players, threshold, colours)."""
+    tail = np.zeros(OBS_SIZE, dtype=np.float32)
+    players = tail[LAYOUT["players"][0]]
+    players[config.players - MIN_PLAYERS] = 1.0
+    tail[LAYOUT["threshold"][0]] = config.threshold / 100.0
+    tail[LAYOUT["colours"][0]][: config.colours] = 1.0
+    return tail
+
+
+class BatchedGames:
+    """B independent games of one config in lockstep; see the module docstring.
+
+    ``config``: the game settings (``rules.Config``); ``batch``: B >= 1; ``seed``: the batch
+    seed (``None``: ``config.seed``, and fresh entropy when that is ``None`` too; the seeds
+    actually used are in ``game_seeds``); ``auto_forced``: apply one-option decisions;
+    ``parallel``: share the games of a step among numba's threads (``NUMBA_NUM_THREADS``,
+    default one per core). Results are identical either way; threads pay off on large batches
+    when the cores are otherwise idle, and cost a lot when other processes keep them busy.
+    """
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        batch: int = 1,
+        seed: int | None = None,
+        auto_forced: bool = True,
+        parallel: bool = False,
+    ):
+        _check_batch(batch)
+        for name, flag in (("auto_forced", auto_forced), ("parallel", parallel)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False; got {flag!r}")
+        self._step_games = k.step_games_parallel if parallel else k.step_games
+        self.config = config = config or Config()
+        self.batch = batch = int(batch)
+        self.auto_forced = bool(auto_forced)
+        n = config.players
+        self._cfg = np.zeros(k.NUM_CONFIG, dtype=np.int64)
+        self._cfg[k.C_PLAYERS] = n
+        self._cfg[k.C_THRESHOLD] = config.threshold
+        self._cfg[k.C_RULE] = FIRST_PLAYER_RULES.index(config.first_player)
+        self._cfg[k.C_HAND_EPISODE] = config.episode == "hand"
+        self._cfg[k.C_WIN_REWARD] = config.reward == "win"
+        self._cfg[k.C_AUTO_FORCED] = self.auto_forced
+        self._tables = _tables()
+        self._state = np.zeros((batch, k.NUM_FIELDS), dtype=np.int64)
+        self._hands = np.zeros((batch, MAX_PLAYERS), dtype=np.int64)
+        self._known = np.zeros((batch, MAX_PLAYERS), dtype=np.int64)
+        self._totals = np.zeros((batch, MAX_PLAYERS), dtype=np.int64)
+        self._legal = np.zeros((batch, MAX_LEGAL), dtype=np.int64)
+        # the card set each observation plane shows now, so that only changes are written
+        self._shown = np.zeros((batch, NUM_PLANES), dtype=np.int64)
+        self._deal_slots = np.zeros(batch, dtype=np.int64)
+        self._orders = np.zeros((batch, config.colours * NUM_VALUES), dtype=np.int64)
+        self._leaders = np.zeros(batch, dtype=np.int64)
+        self.obs = np.zeros((batch, OBS_SIZE), dtype=np.float32)
+        self.mask = np.zeros((batch, NUM_ACTIONS), dtype=np.int8)
+        self.seat = np.zeros(batch, dtype=np.int64)
+        self.rewards = np.zeros((batch, n), dtype=np.float64)
+        self.done = np.zeros(batch, dtype=np.bool_)
+        self.hand_end = np.zeros(batch, dtype=np.bool_)
+        self.penalties = np.zeros((batch, n), dtype=np.int64)
+        self.final_totals = np.zeros((batch, n), dtype=np.int64)
+        self.winners = np.zeros((batch, n), dtype=np.bool_)
+        self.final_hands = np.zeros(batch, dtype=np.int64)
+        self._outs = (
+            self.rewards,
+            self.done,
+            self.hand_end,
+            self.penalties,
+            self.final_totals,
+            self.winners,
+            self.final_hands,
+        )
+        self._result = BatchStep(self.obs, self.mask, self.seat, self.rewards, self.done)
+        self.game_seeds: list[int] = []
+        self._rngs: list[np.random.Generator] = []
+        self.reset(config.seed if seed is None else seed)
+
+    def reset(self, seed: int | None = None) -> BatchStep:
+        """Start a new episode in every game. ``seed`` given: reseed every game from it (see
+        ``game_seeds``); ``None``: each game's generator carries on (as ``env.reset()``)."""
+        if seed is not None or not self._rngs:
+            self.game_seeds = game_seeds(seed, self.batch)
+            self._rngs = [np.random.default_rng(s) for s in self.game_seeds]
+        self.obs[:] = _config_tail(self.config)
+        self.mask[:] = 0
+        self._shown[:] = 0
+        self._state[:, k.NLEGAL] = 0
+        self._state[:, k.DEAL] = 2
+        self._state[:, k.DRAW] = self.config.first_player != "fixed"
+        self._state[:, k.NEXT_LEADER] = 0
+        self._outs[0][:] = 0.0
+        for out in self._outs[1:]:
+            out[:] = 0
+        self._deal(np.arange(self.batch, dtype=np.int64))
+        return self._result
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        """Apply one action per game (``int`` array of shape ``(B,)``); returns the new
+        ``BatchStep``. A bad action raises ``ValueError`` and changes no game."""
+        acts = np.asarray(actions)
+        if acts.shape != (self.batch,) or acts.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must be an integer array of shape ({self.batch},); "
+                f"got shape {acts.shape} and dtype {acts.dtype}"
+            )
+        acts = acts.astype(np.int64, copy=False)
+        bad = k.find_illegal(acts, self._state, self._legal)
+        if bad >= 0:
+            self._refuse(bad, acts[bad])
+        waiting = self._step_games(
+            acts, self._cfg, _OFFSETS, self._state, self.seat, self._hands, self._known,
+            self._totals, self._legal, self.mask, self.obs, self._shown, *self._outs,
+            self._deal_slots,
+            self._tables,
+        )  # fmt: skip
+        if waiting:
+            self._deal(self._deal_slots[:waiting])
+        return self._result
+
+    def _deal(self, slots: np.ndarray) -> None:
+        """Draw the next deal of each waiting game from its own generator, in the order
+        ``rules.Game`` draws: the first leader when the rule draws one, then the shuffle."""
+        n, cards = self.config.players, self._orders.shape[1]
+        orders, leaders, rngs = self._orders, self._leaders, self._rngs
+        draws = self._state[slots, k.DRAW].tolist()
+        for j, (i, draw) in enumerate(zip(slots.tolist(), draws)):
+            rng = rngs[i]
+            if draw:
+                leaders[j] = rng.integers(n)
+            orders[j] = rng.permutation(cards)
+        count = len(draws)
+        k.deal_games(
+            slots, orders[:count], leaders[:count], self._cfg, _OFFSETS, self._state, self.seat,
+            self._hands, self._known, self._totals, self._legal, self.mask, self.obs, self._shown,
+            self._tables,
+        )  # fmt: skip
+
+    def _refuse(self, game: int, action: int) -> None:
+        phase = PHASE_NAMES[self._state[game, k.PHASE]]
+        raise ValueError(
+            f"game {game}: illegal action {int(action)} for seat {int(self.seat[game])} in phase "
+            f"{phase}: {int(self._state[game, k.NLEGAL])} actions are legal (0-{NUM_COMBOS - 1} "
+            f"play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take); no game was changed"
+        )
+
+    @property
+    def legal_count(self) -> np.ndarray:
+        """Number of legal actions of each game's pending decision (a fresh array)."""
+        return self._state[:, k.NLEGAL].copy()
+
+    def legal_actions(self, game: int) -> list[int]:
+        """The legal actions of game ``game``'s pending decision, ascending."""
+        return sorted(self._legal[game, : self._state[game, k.NLEGAL]].tolist())
+
+    def totals(self) -> np.ndarray:
+        """Penalty totals of the episodes in progress, ``(B, players)`` (a fresh array)."""
+        return self._totals[:, : self.config.players].copy()
+
+
+# -- the differential check against rules.py ---------------------------------------------------
+
+
+def compare_with_rules(
+    config: Config,
+    batch: int,
+    seed: int,
+    games: int,
+    auto_forced: bool = True,
+    action_seed: int = 0,
+) -> tuple[int, int]:
+    """Play random legal games in :class:`BatchedGames` and in ``rules.Game`` side by side
+    until ``games`` episodes have finished, comparing every decision: acting seat, mask,
+    observation (bit for bit), rewards, hand ends and penalties, episode ends and outcomes.
+
+    Returns ``(episodes finished, decisions compared)``; raises ``AssertionError`` naming the
+    game, the decision and what differs at the first mismatch.
+    """
+    engine = BatchedGames(config, batch, seed, auto_forced)
+    rngs = [np.random.default_rng(s) for s in engine.game_seeds]
+    ref = [_new_reference(config, rng, auto_forced) for rng in rngs]
+    pick = np.random.default_rng(action_seed)
+    finished = decisions = 0
+    actions = np.zeros(batch, dtype=np.int64)
+    n = config.players
+    zero = [0.0] * n
+    while finished < games:
+        for i, game in enumerate(ref):
+            where = f"{config}, auto_forced={auto_forced}, seed {seed}, game {i}, step {decisions}"
+            _expect(engine.seat[i] == game.current, where, "acting seat")
+            _expect(np.array_equal(engine.mask[i], game.legal_mask()), where, "mask")
+            _expect(np.array_equal(engine.obs[i], observe(game, game.current)), where, "obs")
+            actions[i] = game.legal[pick.integers(len(game.legal))]
+        engine.step(actions)
+        for i, game in enumerate(ref):
+            where = f"{config}, auto_forced={auto_forced}, seed {seed}, game {i}, step {decisions}"
+            hands_before = len(game.history)
+            paid = game.apply(int(actions[i]))
+            if auto_forced and not game.is_over:
+                forced = game.play_forced()
+                if forced is not None:
+                    paid = forced if paid is None else [a + b for a, b in zip(paid, forced)]
+            _expect(engine.rewards[i].tolist() == (paid or zero), where, "rewards")
+            ended = len(game.history) > hands_before
+            _expect(engine.hand_end[i] == ended, where, "hand end")
+            if ended:
+                _expect(engine.penalties[i].tolist() == list(game.history[-1]), where, "penalty")
+            _expect(engine.done[i] == game.is_over, where, "done")
+            if game.is_over:
+                _expect(engine.final_totals[i].tolist() == game.totals, where, "final totals")
+                won = tuple(np.flatnonzero(engine.winners[i]).tolist())
+                _expect(won == game.winners, where, "winners")
+                _expect(engine.final_hands[i] == len(game.history), where, "hands played")
+                finished += 1
+                ref[i] = _new_reference(config, rngs[i], auto_forced)
+        decisions += batch
+    return finished, decisions
+
+
+def _new_reference(config: Config, rng: np.random.Generator, auto_forced: bool) -> Game:
+    game = Game(config, seed=rng)
+    if auto_forced:
+        game.play_forced()
+    return game
+
+
+def _expect(ok: object, where: str, what: str) -> None:
+    if not ok:
+        raise AssertionError(f"batched engine differs from rules.py in {what}: {where}")
+
+
+__all__ = ["BatchedGames", "BatchStep", "MAX_LEGAL", "compare_with_rules", "game_seeds"]
