@@ -237,6 +237,7 @@ def _apply(i, action, cfg, st, cur, hands, known, totals, legal, rewards, done, 
         if st[i, PASSES] == n - 1:
             st[i, DISCARD] |= bits[st[i, TABLE]]
             st[i, TABLE] = -1
+            st[i, PASSES] = 0
             st[i, PHASE] = LEAD
             cur[i] = st[i, OWNER]
         else:

@@ -200,6 +200,8 @@ class Game:
         game.take_from = bits_of(take_from or ())
         game.discard = bits_of(discard)
         game.known = [bits_of(k) for k in known] if known is not None else [0] * n
+        if table is not None and take_from is None and owner is None:
+            raise ValueError("owner: a position with a table combo needs the seat that played it")
         game.passes = passes
         game.current = current
         game.phase = TAKING if take_from is not None else FOLLOW if table is not None else LEAD
@@ -290,6 +292,7 @@ class Game:
             if self.passes == n - 1:
                 self.discard |= COMBO_BITS[self.table]
                 self.table = -1
+                self.passes = 0
                 self.phase = LEAD
                 self.current = self.owner
             else:

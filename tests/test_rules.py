@@ -320,6 +320,7 @@ def test_r11_trick_ends_only_after_every_other_player_passed_in_a_row(players: i
     assert game.phase == LEAD
     assert game.current == beater
     assert game.table == -1
+    assert game.passes == 0, "a new trick starts with no passes since the last play"
     assert ids(f"Y{beater + 1}")[0] in cards_of(game.discard)
 
 
@@ -474,3 +475,9 @@ def test_r16_clockwise_is_increasing_seat_index_wrapping_around(players: int) ->
         assert game.phase == LEAD and game.current == last
     else:
         assert game.phase == FOLLOW and game.current == 1
+
+
+def test_r11_a_followed_position_needs_the_seat_that_played_the_table() -> None:
+    config = Config(players=3)
+    with pytest.raises(ValueError, match="owner"):
+        Game.from_position(config, [ids("R1"), ids("Y2"), ids("G3")], 1, table=ids("B4"))
