@@ -9,8 +9,10 @@
 
 Agents are specs of :func:`agents.make`: ``random``, a heuristic name, ``ppo`` or ``ppo:PATH``.
 Game settings use :class:`odin_env.rules.Config`'s names. Deals are fixed by ``--seed`` and each
-deal is played once per seat rotation; results do not depend on ``--workers``. Bad input exits
-with code 2 and a one-line error.
+deal is played once per seat rotation; results do not depend on ``--workers``. ``tournament
+--engine`` picks how games are played (``auto``: the batched engine when every agent has a
+batched form; the results of deterministic agents do not depend on it). Bad input exits with
+code 2 and a one-line error.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
     t.add_argument("--games", type=int, default=2000)
     t.add_argument("--out", type=Path, default=Path("results/tournament"))
+    t.add_argument(
+        "--engine", choices=("auto", "single", "batched"), default="auto",
+        help="batched: many games at once (random, ppo agents only); auto: batched when every "
+        "agent allows it; single: one game at a time (see agents.tournament)",
+    )  # fmt: skip
     _game_flags(t)
 
     s = sub.add_parser("seating", help="win rate by seat, the same agent in every seat")
@@ -132,6 +139,15 @@ def validate(args: argparse.Namespace) -> Config | None:
         config = _check_counts(args, args.agents)
         for spec in dict.fromkeys(args.agents):
             check_agent(spec)
+        if getattr(args, "engine", "auto") == "batched":
+            from agents.batched import has_batch_form
+
+            single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
+            if single:
+                raise ValueError(
+                    f"--engine batched needs agents with a batched form (random, ppo); "
+                    f"none for {', '.join(single)}: use --engine single or auto"
+                )
         if args.command == "thresholds":
             for t in args.thresholds:
                 if t < 1:
@@ -165,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     progress = not args.no_progress
     if args.command == "tournament":
         _, text = studies.tournament(
-            args.agents, config, args.games, args.seed, args.out, args.workers, progress
-        )
+            args.agents, config, args.games, args.seed, args.out, args.workers, progress,
+            engine=args.engine,
+        )  # fmt: skip
     elif args.command == "seating":
         _, text = studies.seating(
             args.agent, args.players, args.first_player, args.games, args.seed, args.out,

@@ -14,16 +14,25 @@ acting seat's observation row and its legal-action mask. It is fed by
 :class:`agents.base.Agent` to the batched interface by asking it game by game (correct for every
 agent, fast for none: native batched agents are the fast path). ``act_by_seat`` plays a table of
 different agents, one per seat, asking each for the rows where its seat acts.
+``make_batch_agent(spec)`` builds the batched form of an :func:`agents.base.make` spec
+(``random`` -> ``BatchRandomAgent``; an agent that has ``act_batch``, such as ``ppo``, as it is).
+
+Keys: a batch's rows come from whichever games the caller batched together, so a stochastic
+batched agent drawing from one generator gives a game different actions in a different batch.
+An agent whose ``act_batch`` also takes ``keys`` (one ``uint64`` per row) draws each row's
+randomness from its key alone (``keyed_uniforms``); a caller that keys each row by its game
+and decision (``agents.tournament``) then gets the same games whatever the batch size.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, make
 from odin_env._batched_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
@@ -47,8 +56,24 @@ def _check_batch(obs: np.ndarray, mask: np.ndarray) -> None:
         raise ValueError(f"mask must have shape ({obs.shape[0]}, {NUM_ACTIONS}); got {mask.shape}")
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def keyed_uniforms(keys: np.ndarray) -> np.ndarray:
+    """One float64 in ``[0, 1)`` per ``uint64`` key: SplitMix64's output function of the key,
+    so equal keys give equal numbers and nearby keys unrelated ones."""
+    z = np.asarray(keys, dtype=np.uint64) + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
 class BatchRandomAgent:
-    """Uniform over each row's legal actions; seeded by a numpy ``Generator``.
+    """Uniform over each row's legal actions; seeded by a numpy ``Generator``, or by the rows'
+    ``keys`` when the caller gives them (see the module docstring).
 
     ``parallel``: share the rows among numba's threads (same actions either way).
     """
@@ -67,20 +92,29 @@ class BatchRandomAgent:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
 
-    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def act_batch(
+        self, obs: np.ndarray, mask: np.ndarray, keys: np.ndarray | None = None
+    ) -> np.ndarray:
         """One uniform legal action per row; ``ValueError`` if a row has no legal action.
 
-        The returned array is reused by the next call (copy it to keep it).
+        ``keys`` (``(B,)`` uint64): draw row ``i`` from ``keys[i]`` alone (``keyed_uniforms``)
+        instead of the generator, which is then left untouched. The returned array is reused
+        by the next call (copy it to keep it).
         """
         _check_batch(obs, mask)
         batch = mask.shape[0]
+        if keys is not None and np.shape(keys) != (batch,):
+            raise ValueError(
+                f"keys must hold one key per row, shape ({batch},); got {np.shape(keys)}"
+            )
+        uniforms = self.rng.random(batch) if keys is None else keyed_uniforms(keys)
         if self._out.shape[0] != batch:
             self._out = np.zeros(batch, dtype=np.int64)
             self._sums = np.zeros((batch, self._sums.shape[1]), dtype=np.int64)
         mask = np.ascontiguousarray(mask)
         if mask.dtype != np.int8:
             mask = mask.astype(np.int8)
-        empty = self._pick(mask, self.rng.random(batch), self._out, self._sums)
+        empty = self._pick(mask, uniforms, self._out, self._sums)
         if empty >= 0:
             raise ValueError(f"row {empty} of the mask has no legal action")
         return self._out
@@ -102,11 +136,28 @@ class PerGameAgent:
         )
 
 
+_TAKES_KEYS: dict[type, bool] = {}
+
+
+def takes_keys(agent: BatchAgent) -> bool:
+    """Whether ``agent.act_batch`` accepts ``keys`` (per-row random keys)."""
+    kind = type(agent)
+    if kind not in _TAKES_KEYS:
+        _TAKES_KEYS[kind] = "keys" in inspect.signature(agent.act_batch).parameters
+    return _TAKES_KEYS[kind]
+
+
 def act_by_seat(
-    agents: Sequence[BatchAgent], obs: np.ndarray, mask: np.ndarray, seat: np.ndarray
+    agents: Sequence[BatchAgent],
+    obs: np.ndarray,
+    mask: np.ndarray,
+    seat: np.ndarray,
+    keys: np.ndarray | None = None,
 ) -> np.ndarray:
     """The actions of a table of batched agents, ``agents[s]`` playing seat ``s``: each agent
-    is asked once, for the rows where its seat acts (``seat`` from ``BatchedGames``)."""
+    is asked once, for the rows where its seat acts (``seat`` from ``BatchedGames``; any index
+    into ``agents`` per row works, such as the agent each game seats there). ``keys``: one
+    ``uint64`` per row, handed (their rows' part) to the agents that take keys."""
     _check_batch(obs, mask)
     if seat.shape != (obs.shape[0],) or (
         seat.size and not 0 <= seat.min() <= seat.max() < len(agents)
@@ -114,11 +165,19 @@ def act_by_seat(
         raise ValueError(
             f"seat must hold one seat 0-{len(agents) - 1} per row (one agent per seat); got {seat}"
         )
+    if keys is not None and np.shape(keys) != (obs.shape[0],):
+        raise ValueError(f"keys must hold one key per row, shape ({obs.shape[0]},)")
     actions = np.zeros(obs.shape[0], dtype=np.int64)
     for s, agent in enumerate(agents):
         rows = np.flatnonzero(seat == s)
-        if rows.size:
-            actions[rows] = agent.act_batch(obs[rows], mask[rows])
+        if not rows.size:
+            continue
+        # One agent acting in every row is given the arrays themselves, not a copy.
+        part = (obs, mask) if rows.size == obs.shape[0] else (obs[rows], mask[rows])
+        if keys is not None and takes_keys(agent):
+            actions[rows] = agent.act_batch(*part, keys=keys[rows])
+        else:
+            actions[rows] = agent.act_batch(*part)
     return actions
 
 
@@ -131,4 +190,26 @@ def as_batch_agent(agent: Agent | BatchAgent) -> BatchAgent:
     raise ValueError(f"{agent!r} has neither act_batch(obs, mask) nor act(observation, mask)")
 
 
-__all__ = ["BatchAgent", "BatchRandomAgent", "PerGameAgent", "act_by_seat", "as_batch_agent"]
+def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
+    """The batched agent of an :func:`agents.base.make` spec: ``random`` ->
+    :class:`BatchRandomAgent`, an agent with ``act_batch`` (``ppo``) as it is; ``ValueError``
+    for an agent without a batched form (the heuristics) or an unknown spec."""
+    if spec == "random":
+        return BatchRandomAgent(seed)
+    agent = make(spec, seed)
+    if not isinstance(agent, BatchAgent):
+        raise ValueError(
+            f"agent {spec!r} has no batched form (act_batch): batched agents are random and ppo"
+        )
+    return agent
+
+
+def has_batch_form(spec: str) -> bool:
+    """Whether :func:`make_batch_agent` accepts ``spec`` (``ValueError`` if it is unknown)."""
+    return spec == "random" or isinstance(make(spec), BatchAgent)
+
+
+__all__ = [
+    "BatchAgent", "BatchRandomAgent", "PerGameAgent", "act_by_seat", "as_batch_agent",
+    "has_batch_form", "keyed_uniforms", "make_batch_agent", "takes_keys",
+]  # fmt: skip

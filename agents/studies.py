@@ -120,11 +120,15 @@ def tournament(
     out: Path,
     workers: int = 1,
     progress: bool = True,
+    engine: str = "auto",
 ) -> tuple[dict, str]:
     """Play a rotated-seat tournament; write ``tournament.json``, ``games.csv``,
-    ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table."""
+    ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table.
+    ``engine``: see :func:`agents.tournament.play_tournament`."""
     deals = deals_for(games, config.players)
-    records = play_tournament(specs, config, deals, seed, workers=workers, progress=progress)
+    records = play_tournament(
+        specs, config, deals, seed, workers=workers, progress=progress, engine=engine
+    )
     agents = stats.agent_summary(records, specs)
     seats = stats.seat_win_rates(records)
     summary = {

@@ -7,10 +7,21 @@ With ``rotate=True`` every deal is played once per seat rotation: in rotation ``
 holds agent ``(s - r) mod n``, so every agent plays every deal from every seat. The cards dealt
 do not depend on the play, so all rotations of a deal see the same hands.
 
-Games are played directly on :class:`~odin_env.rules.Game` (no RL wrapper): forced decisions are
-applied by ``play_forced``; every real decision asks the acting seat's agent with
-``observe(game, seat)`` and the legal mask. Results are returned in ``(deal, rotation)`` order,
-whatever the number of worker processes.
+Two engines play the same games. ``single`` plays one :class:`~odin_env.rules.Game` at a time
+(no RL wrapper): forced decisions are applied by ``play_forced``; every real decision asks the
+acting seat's agent with ``observe(game, seat)`` and the legal mask; an agent with ``reset`` is
+reseeded per game with ``agent_seed``. ``batched`` plays up to ``batch`` games at once in
+:class:`~odin_env.batched.BatchedGames` (game ``(d, r)`` in a slot is exactly
+``Game(config, seed=deal_seed(seed, d))``; a slot whose game ends is given the next game of
+the list), and asks each agent once per step for the rows where it acts (``act_batch``). It
+needs every agent in a batched form (:func:`agents.batched.make_batch_agent`: ``random``,
+``ppo``); ``auto``, the default, picks it exactly then. A deterministic agent plays the same
+games on both engines. A stochastic one draws differently on each, but the batched random
+agent draws each decision from a key made of the deal seed, rotation, seat and decision number,
+so that on either engine the games do not depend on the batch size or the worker count.
+
+Results are returned in ``(deal, rotation)`` order, whatever the engine and the number of
+worker processes.
 """
 
 from __future__ import annotations
@@ -23,8 +34,16 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.base import make
+from agents.batched import BatchAgent, act_by_seat, has_batch_form, make_batch_agent
+from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
+
+ENGINES = ("auto", "single", "batched")
+"""``play_tournament``'s engines: ``auto`` is ``batched`` when every agent has a batched form."""
+
+BATCH = 1024
+"""Default number of games a batched tournament plays at once (per worker)."""
 
 
 @dataclass(frozen=True)
@@ -81,14 +100,23 @@ class _Job:
     config: Config
     seed: int
     rotations: int
+    batch: int = 0
+    """Games played at once; 0 for the single engine."""
 
 
 _worker_agents: list = []
 
 
-def _init_worker(specs: Sequence[str]) -> None:
+def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
     global _worker_agents
-    _worker_agents = [make(spec) for spec in specs]
+    if not batched:
+        _worker_agents = [make(spec) for spec in specs]
+        return
+    # A batched agent serves rows of many games at once, so it keeps no per-game state: one
+    # instance per distinct spec serves all its seats, in one call per step. The batched
+    # random agent draws from per-row keys, never from this seed; it is fixed anyway.
+    built = {spec: make_batch_agent(spec, seed=0) for spec in dict.fromkeys(specs)}
+    _worker_agents = [built[spec] for spec in specs]
 
 
 def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
@@ -120,12 +148,166 @@ def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
     return records
 
 
+_MIN_WIDTH = 64
+"""Fewest slots a batched part uses (when ``batch`` allows): fewer, and the per-step Python
+work outweighs the games' own."""
+
+_MASK64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _mix64(x: int) -> int:
+    """SplitMix64's output function on a Python int (a well-mixed 64-bit hash of ``x``)."""
+    x = (x + _GOLDEN) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def _seat_keys(deal_seed_: int, rotation: int, players: int) -> list[int]:
+    """The random key of each seat's first decision in game ``(deal, rotation)``; decision
+    ``t`` of the game is keyed ``key[seat] + t * golden`` (a SplitMix64 stream per seat)."""
+    return [_mix64(deal_seed_ ^ _mix64(rotation << 8 | seat)) for seat in range(players)]
+
+
+def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameRecord]:
+    """Games ``games`` (game ``g`` is deal ``g // rotations``, rotation ``g % rotations``) in
+    one :class:`BatchedGames` of up to ``job.batch`` slots, each slot given the next game of
+    the list when its game ends; returns their records in list order."""
+    n, rotations, count = job.config.players, job.rotations, len(games)
+    deal_of = [g // rotations for g in games]
+    rotation_of = [g % rotations for g in games]
+    seeds: dict[int, int] = {d: deal_seed(job.seed, d) for d in dict.fromkeys(deal_of)}
+    # Each distinct agent object is asked once per step; ``table[a]`` is agent a's object.
+    distinct = list({id(agent): agent for agent in agents}.values())
+    table = np.array([[d is a for d in distinct].index(True) for a in agents], dtype=np.int64)
+    # When the list runs out, slots go idle while the longest games finish: with fewer slots
+    # than games / 8, each slot plays 8 games or more and the idle tail stays short.
+    width = min(job.batch, max(_MIN_WIDTH, -(-count // 8)), count)
+    engine = BatchedGames(job.config, width, seed=[seeds[deal_of[j]] for j in range(width)])
+    game_of = np.arange(width)  # the index in ``games`` of each slot's game, -1 when idle
+    rotation = np.array(rotation_of[:width], dtype=np.int64)
+    keys = np.array(
+        [_seat_keys(seeds[deal_of[j]], rotation_of[j], n) for j in range(width)], dtype=np.uint64
+    )
+    decisions = np.zeros(width, dtype=np.uint64)
+    hands: list[list[tuple[int, ...]]] = [[] for _ in range(width)]
+    first_leader = [0] * count
+    first_leader[:width] = engine.hand_leaders.tolist()
+    records: list[GameRecord | None] = [None] * count
+    following, live, slots = width, width, np.arange(width)
+    golden = np.uint64(_GOLDEN)
+    while live:
+        seat = engine.seat
+        # Row i's agent: the one that game i's rotation seats where its turn is.
+        who = table[(seat - rotation) % n]
+        row_keys = keys[slots, seat] + decisions * golden
+        if live == width:
+            actions = act_by_seat(distinct, engine.obs, engine.mask, who, row_keys)
+        else:  # the list has run out: idle slots play any legal action, unseen
+            actions = engine.first_legal
+            rows = np.flatnonzero(game_of >= 0)
+            actions[rows] = act_by_seat(
+                distinct, engine.obs[rows], engine.mask[rows], who[rows], row_keys[rows]
+            )
+        engine.step(actions)
+        decisions += np.uint64(1)
+        for i in np.flatnonzero(engine.hand_end & (game_of >= 0)).tolist():
+            hands[i].append(tuple(engine.penalties[i].tolist()))
+        restart: list[int] = []
+        for i in np.flatnonzero(engine.done).tolist():
+            j = int(game_of[i])
+            if j < 0:
+                continue
+            deal, turn = deal_of[j], rotation_of[j]
+            records[j] = GameRecord(
+                deal=deal,
+                rotation=turn,
+                seed=seeds[deal],
+                agents=rotation_order(n, turn),
+                first_leader=first_leader[j],
+                hands=tuple(hands[i]),
+                totals=tuple(engine.final_totals[i].tolist()),
+                winners=tuple(np.flatnonzero(engine.winners[i]).tolist()),
+            )
+            hands[i] = []
+            if following < count:
+                game_of[i] = following
+                rotation[i] = rotation_of[following]
+                keys[i] = _seat_keys(seeds[deal_of[following]], rotation_of[following], n)
+                decisions[i] = 0
+                restart.append(i)
+                following += 1
+            else:
+                game_of[i] = -1
+                live -= 1
+        if restart:
+            engine.restart(restart, [seeds[deal_of[game_of[i]]] for i in restart])
+            for i, leader in zip(restart, engine.hand_leaders[restart].tolist()):
+                first_leader[game_of[i]] = leader
+    return records  # type: ignore[return-value]
+
+
 def _work(args: tuple[_Job, range]) -> list[GameRecord]:
-    job, deals = args
+    job, part = args
+    if job.batch:
+        return _play_games_batched(job, part, _worker_agents)
     out = []
-    for deal in deals:
+    for deal in part:
         out += _play_deal(job, deal, _worker_agents)
     return out
+
+
+def _check_engine(engine: str, batch: int) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+
+
+def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -> bool:
+    """Whether ``engine`` means the batched engine for agents ``names``; ``ValueError`` when
+    it is ``batched`` and some agent has no batched form."""
+    if engine == "batched" and not all(batchable):
+        single = sorted({name for name, ok in zip(names, batchable) if not ok})
+        raise ValueError(
+            f"engine 'batched' needs agents with a batched form (act_batch: random, ppo); "
+            f"none for {', '.join(single)}: use engine 'single' or 'auto'"
+        )
+    return engine == "batched" or (engine == "auto" and all(batchable))
+
+
+def play_deals(
+    agents: Sequence,
+    config: Config,
+    deals: int | range,
+    seed: int = 0,
+    *,
+    rotate: bool = True,
+    engine: str = "auto",
+    batch: int = BATCH,
+) -> list[GameRecord]:
+    """The games of :func:`play_tournament` with agent objects (one per seat), in this process.
+
+    ``deals``: a count, or a range of deal indices (game ``(d, r)`` is the same one in any
+    range that holds ``d``). The batched engine needs every agent to have ``act_batch``; an
+    agent appearing in several seats is asked once per step for all of them."""
+    _check_engine(engine, batch)
+    if len(agents) != config.players:
+        raise ValueError(
+            f"got {len(agents)} agents for {config.players} players: give one agent per seat"
+        )
+    deals = range(deals) if isinstance(deals, (int, np.integer)) else deals
+    if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
+        raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
+    names = [getattr(agent, "name", repr(agent)) for agent in agents]
+    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents])
+    rotations = config.players if rotate else 1
+    job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
+    if batched:
+        games = range(deals.start * rotations, deals.stop * rotations)
+        return _play_games_batched(job, games, agents)
+    return [record for deal in deals for record in _play_deal(job, deal, agents)]
 
 
 def play_tournament(
@@ -138,9 +320,16 @@ def play_tournament(
     workers: int = 1,
     progress: bool = True,
     chunk: int = 8,
+    engine: str = "auto",
+    batch: int = BATCH,
 ) -> list[GameRecord]:
     """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
-    game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat."""
+    game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
+
+    ``engine``: one of ``ENGINES`` (see the module docstring); ``batch``: games played at once
+    by the batched engine (per worker); ``chunk``: deals per task of the single engine. Neither
+    changes the games."""
+    _check_engine(engine, batch)
     if len(specs) != config.players:
         raise ValueError(
             f"got {len(specs)} agents for {config.players} players: give one agent per seat"
@@ -149,11 +338,21 @@ def play_tournament(
         raise ValueError(f"deals must be >= 1; got {deals}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    for spec in specs:  # fail here, with a clear message, rather than inside a worker
-        make(spec)
-    job = _Job(tuple(specs), config, int(seed), config.players if rotate else 1)
-    chunks = [range(lo, min(lo + chunk, deals)) for lo in range(0, deals, chunk)]
-    bar = tqdm(total=deals * job.rotations, unit="game", disable=not progress, leave=False)
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1; got {chunk}")
+    # Build every agent here (fail with a clear message rather than inside a worker).
+    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
+    rotations = config.players if rotate else 1
+    job = _Job(tuple(specs), config, int(seed), rotations, int(batch) if batched else 0)
+    if batched:
+        # Game g is deal g // rotations, rotation g % rotations. Big parts keep the slots busy
+        # (a part's last games finish with idle slots); several parts feed the workers.
+        games = deals * rotations
+        size = min(8 * job.batch, -(-games // workers))
+        chunks = [range(lo, min(lo + size, games)) for lo in range(0, games, size)]
+    else:
+        chunks = [range(lo, min(lo + chunk, deals)) for lo in range(0, deals, chunk)]
+    bar = tqdm(total=deals * rotations, unit="game", disable=not progress, leave=False)
     records: list[GameRecord] = []
     with bar:
         for part in _map(job, chunks, workers):
@@ -163,12 +362,13 @@ def play_tournament(
 
 
 def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
+    init = (job.specs, job.batch > 0)
     if workers == 1 or len(chunks) == 1:
-        _init_worker(job.specs)
-        for deals in chunks:
-            yield _work((job, deals))
+        _init_worker(*init)
+        for part in chunks:
+            yield _work((job, part))
         return
     # spawn, not fork: torch (PPO agents) is not fork-safe, and spawn behaves alike everywhere.
     context = mp.get_context("spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(job.specs,)) as pool:
-        yield from pool.imap(_work, [(job, deals) for deals in chunks])
+    with context.Pool(workers, initializer=_init_worker, initargs=init) as pool:
+        yield from pool.imap(_work, [(job, part) for part in chunks])

@@ -1,9 +1,12 @@
-"""Evaluation speed: games per second of a tournament of four ``greedy`` players, with 1 and 2
-worker processes (4 players, threshold 15, rotated seats).
+"""Evaluation speed: games per second of tournaments (4 players, threshold 15, rotated seats).
 
-    python benchmarks/eval_throughput.py [--games 400] [--seed 0]
+    python benchmarks/eval_throughput.py [--games 400] [--batched-games 4000] [--seed 0]
 
-The 2-worker figure includes the start-up of the worker processes.
+Two lines: four ``greedy`` players with 1 and 2 worker processes (the 2-worker figure includes
+the start-up of the worker processes); four ``random`` players on the single engine (one
+``rules.Game`` at a time) and on the batched engine (``odin_env.batched``, up to 1,024 games
+at once), one worker each. The batched figure excludes the one-off loading of its compiled
+kernels (done before the clock starts) and plays more games, so that its slots stay busy.
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ import time
 from agents.tournament import play_tournament
 from odin_env.rules import Config
 
+CONFIG = Config(players=4, threshold=15)
 
-def games_per_second(workers: int, games: int, seed: int) -> float:
-    """Games per second of ``greedy`` x4 on ``games`` games with ``workers`` processes."""
-    config = Config(players=4, threshold=15)
+
+def games_per_second(
+    spec: str, games: int, seed: int, workers: int = 1, engine: str = "single"
+) -> float:
+    """Games per second of ``spec`` x4 on ``games`` games with ``workers`` processes."""
     start = time.perf_counter()
     records = play_tournament(
-        ["greedy"] * 4, config, games // 4, seed, workers=workers, progress=False
+        [spec] * 4, CONFIG, games // 4, seed, workers=workers, progress=False, engine=engine
     )
     return len(records) / (time.perf_counter() - start)
 
@@ -28,12 +34,19 @@ def games_per_second(workers: int, games: int, seed: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=400)
+    parser.add_argument("--batched-games", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    one = games_per_second(1, args.games, args.seed)
-    two = games_per_second(2, args.games, args.seed)
+    one = games_per_second("greedy", args.games, args.seed)
+    two = games_per_second("greedy", args.games, args.seed, workers=2)
     print(f"greedy x4, {args.games} games: 1 worker {one:.1f} games/s, "
           f"2 workers {two:.1f} games/s (x{two / one:.2f})")  # fmt: skip
+    single = games_per_second("random", args.games, args.seed)
+    games_per_second("random", 4, args.seed, engine="batched")  # loads the kernels
+    batched = games_per_second("random", args.batched_games, args.seed, engine="batched")
+    print(f"random x4: single engine {single:.1f} games/s ({args.games} games), "
+          f"batched engine {batched:.1f} games/s ({args.batched_games} games) "
+          f"(x{batched / single:.1f})")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -34,7 +34,11 @@ Seeds: game ``i`` of the batch (the slot ``i``) draws all its deals from its own
 ``np.random.default_rng(game_seeds(seed, B)[i])``, and each new episode in that slot continues
 that generator, exactly as ``odin_env.env`` does after ``reset(seed)``. So the first episode in
 slot ``i`` is ``rules.Game(config, seed=game_seeds(seed, B)[i])``; with ``g`` that generator,
-the k-th episode is the k-th ``rules.Game(config, seed=g)`` made in a row.
+the k-th episode is the k-th ``rules.Game(config, seed=g)`` made in a row. ``seed`` may instead
+be a sequence of B per-game seeds, used as given (slot ``i`` then starts
+``rules.Game(config, seed=seed[i])``), and ``restart(slots, seeds)`` replaces the episode in
+progress in some slots by ``rules.Game(config, seed=...)``: a caller that plays a fixed list of
+seeded games (a tournament) keeps every slot busy with the next game of its list.
 
 ``auto_forced`` (default on) applies decisions with one legal action without asking, as the
 AEC env does; a step then counts one decision per game. A bad action anywhere in the batch
@@ -48,6 +52,7 @@ numpy ``Generator``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -101,6 +106,22 @@ def game_seeds(seed: int | None, batch: int) -> list[int]:
     _check_batch(batch)
     state = np.random.SeedSequence(seed).generate_state(batch, dtype=np.uint64)
     return [int(s) for s in state]
+
+
+def _check_seeds(seeds: object, count: int, what: str) -> list[int]:
+    """``seeds`` as a list of ``count`` non-negative ints (the seeds ``rules.Game`` accepts)."""
+    try:
+        values = list(seeds)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(
+            f"{what} must be an int, None or a sequence of ints; got {seeds!r}"
+        ) from None
+    if len(values) != count:
+        raise ValueError(f"{what} must hold one seed per game ({count}); got {len(values)}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{what} must hold integers >= 0; got {value!r}")
+    return [int(v) for v in values]
 
 
 def _check_batch(batch: object) -> None:
@@ -204,18 +225,19 @@ class BatchedGames:
     """B independent games of one config in lockstep; see the module docstring.
 
     ``config``: the game settings (``rules.Config``); ``batch``: B >= 1; ``seed``: the batch
-    seed (``None``: ``config.seed``, and fresh entropy when that is ``None`` too; the seeds
-    actually used are in ``game_seeds``); ``auto_forced``: apply one-option decisions;
-    ``parallel``: share the games of a step among numba's threads (``NUMBA_NUM_THREADS``,
-    default one per core). Results are identical either way; threads pay off on large batches
-    when the cores are otherwise idle, and cost a lot when other processes keep them busy.
+    seed (``None``: ``config.seed``, and fresh entropy when that is ``None`` too), or a
+    sequence of B per-game seeds; the seeds actually used are in ``game_seeds``;
+    ``auto_forced``: apply one-option decisions; ``parallel``: share the games of a step among
+    numba's threads (``NUMBA_NUM_THREADS``, default one per core). Results are identical
+    either way; threads pay off on large batches when the cores are otherwise idle, and cost a
+    lot when other processes keep them busy.
     """
 
     def __init__(
         self,
         config: Config | None = None,
         batch: int = 1,
-        seed: int | None = None,
+        seed: int | Sequence[int] | None = None,
         auto_forced: bool = True,
         parallel: bool = False,
     ):
@@ -270,10 +292,14 @@ class BatchedGames:
         self._rngs: list[np.random.Generator] = []
         self.reset(config.seed if seed is None else seed)
 
-    def reset(self, seed: int | None = None) -> BatchStep:
-        """Start a new episode in every game. ``seed`` given: reseed every game from it (see
-        ``game_seeds``); ``None``: each game's generator carries on (as ``env.reset()``)."""
-        if seed is not None or not self._rngs:
+    def reset(self, seed: int | Sequence[int] | None = None) -> BatchStep:
+        """Start a new episode in every game. ``seed`` an int: reseed every game from it (see
+        ``game_seeds``); a sequence of B ints: game ``i`` is ``rules.Game(config,
+        seed=seed[i])``; ``None``: each game's generator carries on (as ``env.reset()``)."""
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            self.game_seeds = _check_seeds(seed, self.batch, "seed")
+            self._rngs = [np.random.default_rng(s) for s in self.game_seeds]
+        elif seed is not None or not self._rngs:
             self.game_seeds = game_seeds(seed, self.batch)
             self._rngs = [np.random.default_rng(s) for s in self.game_seeds]
         self.obs[:] = _config_tail(self.config)
@@ -312,6 +338,31 @@ class BatchedGames:
             self._deal(self._deal_slots[:waiting])
         return self._result
 
+    def restart(self, slots: Sequence[int] | np.ndarray, seeds: Sequence[int]) -> None:
+        """Drop the episodes in progress in games ``slots`` and start ``rules.Game(config,
+        seed=seeds[k])`` in game ``slots[k]``; that game's later episodes continue the new
+        generator. The other games and this step's outputs (``rewards``, ``done``, ...) are
+        left as they are; ``obs``, ``mask`` and ``seat`` show the new decisions."""
+        rows = np.asarray(slots)
+        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+            raise ValueError(f"slots must be a sequence of game indices; got {slots!r}")
+        rows = rows.astype(np.int64)
+        if rows.size and not 0 <= rows.min() <= rows.max() < self.batch:
+            raise ValueError(f"slots must be game indices 0-{self.batch - 1}; got {rows.tolist()}")
+        if np.unique(rows).size != rows.size:
+            raise ValueError(f"slots must not repeat a game; got {rows.tolist()}")
+        values = _check_seeds(seeds, rows.size, "seeds")
+        st = self._state
+        for i, value in zip(rows.tolist(), values):
+            # A deal writes only the new legal entries of the mask: clear the old ones first.
+            self.mask[i, self._legal[i, : st[i, k.NLEGAL]]] = 0
+            self.game_seeds[i] = value
+            self._rngs[i] = np.random.default_rng(value)
+        st[rows, k.DEAL] = 2
+        st[rows, k.DRAW] = self.config.first_player != "fixed"
+        st[rows, k.NEXT_LEADER] = 0
+        self._deal(rows)
+
     def _deal(self, slots: np.ndarray) -> None:
         """Draw the next deal of each waiting game from its own generator, in the order
         ``rules.Game`` draws: the first leader when the rule draws one, then the shuffle."""
@@ -337,6 +388,18 @@ class BatchedGames:
             f"{phase}: {int(self._state[game, k.NLEGAL])} actions are legal (0-{NUM_COMBOS - 1} "
             f"play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take); no game was changed"
         )
+
+    @property
+    def hand_leaders(self) -> np.ndarray:
+        """The seat that led each game's current hand (``rules.Game.hand_leader``), ``(B,)``
+        (a fresh array)."""
+        return self._state[:, k.HAND_LEADER].copy()
+
+    @property
+    def first_legal(self) -> np.ndarray:
+        """One legal action of each game's pending decision (the first the engine lists, not
+        the lowest), ``(B,)`` (a fresh array): a cheap filler for games whose play is ignored."""
+        return self._legal[:, 0].copy()
 
     @property
     def legal_count(self) -> np.ndarray:
