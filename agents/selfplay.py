@@ -1,0 +1,483 @@
+"""Shared-parameter self-play PPO on the batched engine: every seat of every game is the learner.
+
+A VecEnv cannot express this (one VecEnv slot is one agent, and here the seat that acts changes
+from step to step), so :class:`SelfPlayCollector` is its own rollout collector for sb3-contrib's
+``MaskablePPO``. Each engine step takes the pending decision of all B games of a
+:class:`odin_env.batched.BatchedGames` (row ``i`` belongs to seat ``seat[i]`` of game ``i``), runs
+the policy once on the whole batch (actions, values and log-probabilities under the mask), steps
+the engine, and files each decision in the trajectory of its (game, seat).
+
+Rewards: a decision's reward is everything its seat was paid from that decision (included) until
+that seat's next decision, or until the episode's end. An episode's end closes the trajectory of
+*every* seat of that game as terminal, not only the seat that acted last: the other seats' last
+decisions receive the final penalties (or win shares) and ``terminal``. A seat paid before its
+first decision of an episode (a hand ended before it ever had a choice) has no decision to credit;
+that reward is counted in :attr:`Rollout.dropped_reward` (it does not happen with ``episode="game"``
+in practice, and rarely with ``episode="hand"``).
+
+Rollout boundaries: games run on from one rollout to the next (a 4-player game lasts a few hundred
+decisions, longer than a rollout is per game). At the end of a rollout each seat's latest decision
+is still *open*: its reward is incomplete and its successor unknown. Open decisions are not
+trained on in that rollout; they are carried to the next one, where they close (their action,
+value and log-probability are those of the policy that chose them, one update older: standard
+PPO importance weighting handles it). The last closed decision before an open one bootstraps from
+the open decision's value and its GAE chain stops there, as SB3 truncates at a rollout's end. So
+every decision is trained on exactly once; a rollout keeps ``carried in + collected - carried
+out`` decisions (at most ``B x players`` differ from the collected count).
+
+Advantages: GAE(``model.gamma``, ``model.gae_lambda``) per (game, seat) trajectory (:func:`gae`);
+returns = advantages + values, as SB3 computes them. The kept decisions fill a
+``MaskableRolloutBuffer`` with ``n_envs = 1`` and ``buffer_size`` = their number, and
+``model.train()`` runs PPO's usual update on it (the model's own buffer is left untouched, so
+``model.learn`` still works on the same model).
+
+``model.num_timesteps`` counts the decisions trained on. Randomness: the engine's deals come from
+its seed, the action draws from torch's generator and the minibatch order from the generator SB3
+seeds (``model.set_random_seed``); :func:`train_selfplay` seeds all of them from its ``seed``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch as th
+from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
+from stable_baselines3.common.logger import Logger
+
+from odin_env.batched import BatchedGames
+from odin_env.observation import OBS_SIZE
+from odin_env.rules import NUM_ACTIONS, Config
+
+DEFAULT_BATCH = 256
+"""Games in lockstep: large enough that one policy call serves many decisions, small enough that
+a rollout of ~4,096 decisions still takes 16 steps of each game."""
+
+
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminal: np.ndarray,
+    next_index: np.ndarray,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """GAE(gamma, lambda) advantages and returns of decisions stored as linked trajectories.
+
+    Row ``r`` is one decision: its reward, its value ``V(s_r)``, the value of its seat's next
+    observation ``next_values[r]`` (ignored when ``terminal[r]``), and ``next_index[r]``: the row
+    of the same seat's next decision, whose advantage continues the chain, or -1 when the chain
+    ends (terminal, or the next decision lies outside these rows: then the return is truncated and
+    bootstrapped with ``next_values[r]``). Rows must be ordered so that ``next_index[r] > r``.
+
+    ``delta_r = reward_r + gamma * next_value_r * (1 - terminal_r) - value_r`` and
+    ``A_r = delta_r + gamma * lambda * (1 - terminal_r) * A_{next_index[r]}``; returns ``(A, A +
+    values)`` as float32 arrays.
+    """
+    n = len(rewards)
+    arrays = (rewards, values, next_values, terminal, next_index)
+    if any(np.shape(a) != (n,) for a in arrays):
+        raise ValueError(
+            "rewards, values, next_values, terminal and next_index must be 1-D arrays of one "
+            f"length; got shapes {[np.shape(a) for a in arrays]}"
+        )
+    index = np.asarray(next_index, dtype=np.int64)
+    later = (index == -1) | (index > np.arange(n))
+    if not (later.all() and (index < n).all()):
+        bad = int(np.flatnonzero(~later | (index >= n))[0])
+        raise ValueError(
+            f"next_index[{bad}] = {int(index[bad])}: it must be -1 or a later row (< {n})"
+        )
+    if not (0.0 <= gamma <= 1.0 and 0.0 <= gae_lambda <= 1.0):
+        raise ValueError(f"gamma and gae_lambda must be in [0, 1]; got {gamma}, {gae_lambda}")
+    live = 1.0 - np.asarray(terminal, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    delta = np.asarray(rewards, np.float64) + gamma * live * np.asarray(next_values) - values
+    carry = (gamma * gae_lambda * live).tolist()
+    # A plain loop: rows are few thousand per rollout and the chain runs across arbitrary rows.
+    adv = [0.0] * n
+    for r, (d, c, nxt) in enumerate(zip(delta.tolist()[::-1], carry[::-1], index.tolist()[::-1])):
+        row = n - 1 - r
+        adv[row] = d + (c * adv[nxt] if nxt >= 0 else 0.0)
+    advantages = np.array(adv, dtype=np.float64)
+    return advantages.astype(np.float32), (advantages + values).astype(np.float32)
+
+
+@dataclass
+class FinishedEpisode:
+    """An episode that ended during a rollout."""
+
+    game: int
+    """Its game slot in the batch."""
+    episode: int
+    """Its number among that slot's episodes (0, 1, ...), as in :attr:`Rollout.episode`."""
+    totals: np.ndarray
+    """Each seat's penalty total."""
+    decisions: int
+    """Decisions the policy took in it (all seats)."""
+
+
+@dataclass
+class Rollout:
+    """The decisions of one rollout that PPO trains on (the closed ones), one row each, in the
+    order they were taken (carried-in decisions first)."""
+
+    obs: np.ndarray
+    """``(N, OBS_SIZE)`` float32: the acting seat's observation."""
+    masks: np.ndarray
+    """``(N, 3634)`` int8: its legal actions."""
+    actions: np.ndarray
+    """``(N,)`` int64: the action taken."""
+    values: np.ndarray
+    """``(N,)`` float32: the critic's value when it was taken."""
+    log_probs: np.ndarray
+    """``(N,)`` float32: the log-probability of the action under the acting policy."""
+    rewards: np.ndarray
+    """``(N,)`` float32: what the seat was paid until its next decision or the episode's end."""
+    terminal: np.ndarray
+    """``(N,)`` bool: the episode ended before the seat's next decision."""
+    next_values: np.ndarray
+    """``(N,)`` float32: value of the seat's next decision (0 when terminal)."""
+    next_index: np.ndarray
+    """``(N,)`` int64: row of the seat's next decision here, -1 when none (see :func:`gae`)."""
+    advantages: np.ndarray
+    """``(N,)`` float32: GAE advantages."""
+    returns: np.ndarray
+    """``(N,)`` float32: advantages + values (the critic's target)."""
+    game: np.ndarray
+    """``(N,)`` int64: the game slot."""
+    seat: np.ndarray
+    """``(N,)`` int64: the acting seat."""
+    episode: np.ndarray
+    """``(N,)`` int64: the episode number within its game slot."""
+    episodes: list[FinishedEpisode] = field(default_factory=list)
+    """Episodes that ended during the rollout."""
+    collected: int = 0
+    """Decisions taken during this rollout (engine steps x batch)."""
+    carried: int = 0
+    """Open decisions left for the next rollout."""
+    dropped_reward: float = 0.0
+    """Sum of |reward| paid to seats that had no decision in the episode yet (not credited)."""
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+class SelfPlayCollector:
+    """Collects self-play rollouts of ``model``'s policy playing every seat of ``games``.
+
+    The collector owns the games and the open decisions carried between rollouts (see the module
+    docstring); use one collector for the whole run. ``model``: a ``MaskablePPO`` whose
+    observation space is ``Box(OBS_SIZE)`` and action space ``Discrete(3634)``.
+    """
+
+    def __init__(self, model: Any, games: BatchedGames):
+        space = model.observation_space
+        if getattr(space, "shape", None) != (OBS_SIZE,) or model.action_space.n != NUM_ACTIONS:
+            raise ValueError(
+                f"the model must read ({OBS_SIZE},) observations and score {NUM_ACTIONS} actions; "
+                f"got {getattr(space, 'shape', None)} and {getattr(model.action_space, 'n', None)}"
+            )
+        if not games.auto_forced:
+            raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
+        self.model = model
+        self.games = games
+        batch, players = games.batch, games.config.players
+        # Row of each (game, seat)'s open decision in the carried arrays, -1 when none.
+        self._open = np.full((batch, players), -1, dtype=np.int64)
+        self._carry: dict[str, np.ndarray] = {}
+        self._episode = np.zeros(batch, dtype=np.int64)
+        self._episode_decisions = np.zeros(batch, dtype=np.int64)
+
+    def collect(self, n_decisions: int) -> Rollout:
+        """Play ``n_decisions // B`` engine steps (``n_decisions``: a positive multiple of the
+        batch) and return the decisions closed by then, with advantages and returns."""
+        games, batch = self.games, self.games.batch
+        if (
+            isinstance(n_decisions, bool)
+            or not isinstance(n_decisions, (int, np.integer))
+            or n_decisions < batch
+            or n_decisions % batch
+        ):
+            raise ValueError(
+                f"n_decisions must be a positive multiple of the batch ({batch}); got {n_decisions}"
+            )
+        steps = int(n_decisions) // batch
+        carried = len(self._carry.get("actions", ()))
+        size = carried + steps * batch
+        store = {
+            "obs": np.empty((size, OBS_SIZE), dtype=np.float32),
+            "masks": np.empty((size, NUM_ACTIONS), dtype=np.int8),
+            "actions": np.empty(size, dtype=np.int64),
+            "values": np.empty(size, dtype=np.float32),
+            "log_probs": np.empty(size, dtype=np.float32),
+            "rewards": np.zeros(size, dtype=np.float64),
+            "game": np.empty(size, dtype=np.int64),
+            "seat": np.empty(size, dtype=np.int64),
+            "episode": np.empty(size, dtype=np.int64),
+        }
+        for name, values in self._carry.items():
+            store[name][:carried] = values
+        terminal = np.zeros(size, dtype=np.bool_)
+        successor = np.full(size, -1, dtype=np.int64)
+        open_rows = self._open
+        finished: list[FinishedEpisode] = []
+        dropped = 0.0
+        slots = np.arange(batch)
+        policy = self.model.policy
+        policy.set_training_mode(False)
+        for step in range(steps):
+            rows = carried + step * batch + slots
+            seats = games.seat
+            previous = open_rows[slots, seats]
+            linked = previous >= 0
+            successor[previous[linked]] = rows[linked]
+            open_rows[slots, seats] = rows
+            store["obs"][rows] = games.obs
+            store["masks"][rows] = games.mask
+            store["game"][rows] = slots
+            store["seat"][rows] = seats
+            store["episode"][rows] = self._episode
+            with th.no_grad():
+                actions, values, log_probs = policy.forward(
+                    th.as_tensor(games.obs), action_masks=th.as_tensor(games.mask)
+                )
+            acts = actions.numpy().astype(np.int64)
+            store["actions"][rows] = acts
+            store["values"][rows] = values.numpy().reshape(-1)
+            store["log_probs"][rows] = log_probs.numpy().reshape(-1)
+            self._episode_decisions += 1
+            games.step(acts)
+            paid = games.rewards
+            owned = open_rows >= 0
+            # Each (game, seat) has at most one open row, so the scatter-add has no repeats.
+            store["rewards"][open_rows[owned]] += paid[owned]
+            dropped += float(np.abs(paid[~owned]).sum())
+            if games.done.any():
+                for i in np.flatnonzero(games.done).tolist():
+                    ended = open_rows[i][open_rows[i] >= 0]
+                    terminal[ended] = True
+                    open_rows[i] = -1
+                    finished.append(
+                        FinishedEpisode(
+                            i,
+                            int(self._episode[i]),
+                            games.final_totals[i].copy(),
+                            int(self._episode_decisions[i]),
+                        )
+                    )
+                    self._episode[i] += 1
+                    self._episode_decisions[i] = 0
+        pending = open_rows[open_rows >= 0]
+        keep = np.ones(size, dtype=np.bool_)
+        keep[pending] = False
+        # Carry the open decisions to the front of the next rollout.
+        self._carry = {name: values[pending].copy() for name, values in store.items()}
+        moved = np.full(size, -1, dtype=np.int64)
+        moved[pending] = np.arange(len(pending))
+        open_rows[open_rows >= 0] = moved[open_rows[open_rows >= 0]]
+        return self._finish(store, terminal, successor, keep, finished, steps * batch, dropped)
+
+    def _finish(
+        self,
+        store: dict[str, np.ndarray],
+        terminal: np.ndarray,
+        successor: np.ndarray,
+        keep: np.ndarray,
+        finished: list[FinishedEpisode],
+        collected: int,
+        dropped: float,
+    ) -> Rollout:
+        """Advantages over the kept rows; an open successor bootstraps and ends the chain."""
+        values = store["values"]
+        has_next = successor >= 0
+        next_values = np.zeros(len(values), dtype=np.float32)
+        next_values[has_next] = values[successor[has_next]]
+        position = np.full(len(values), -1, dtype=np.int64)
+        position[keep] = np.arange(int(keep.sum()))
+        # -1 when terminal, and when the successor is open (position -1): the chain stops there.
+        next_index = np.where(has_next, position[np.maximum(successor, 0)], -1)[keep]
+        kept = {name: array[keep] for name, array in store.items()}
+        kept["rewards"] = kept["rewards"].astype(np.float32)
+        advantages, returns = gae(
+            kept["rewards"],
+            kept["values"],
+            next_values[keep],
+            terminal[keep],
+            next_index,
+            self.model.gamma,
+            self.model.gae_lambda,
+        )
+        return Rollout(
+            **kept,
+            terminal=terminal[keep],
+            next_values=next_values[keep],
+            next_index=next_index,
+            advantages=advantages,
+            returns=returns,
+            episodes=finished,
+            collected=collected,
+            carried=len(self._carry["actions"]),
+            dropped_reward=dropped,
+        )
+
+
+def fill_buffer(model: Any, rollout: Rollout) -> MaskableRolloutBuffer:
+    """A ``MaskableRolloutBuffer`` holding ``rollout`` as ``buffer_size = len(rollout)`` steps of
+    one environment, ready for ``model.train()`` (advantages and returns already in)."""
+    n = len(rollout)
+    if n == 0:
+        raise ValueError("the rollout holds no closed decision to train on")
+    buffer = MaskableRolloutBuffer(
+        1,
+        model.observation_space,
+        model.action_space,
+        device=model.device,
+        gamma=model.gamma,
+        gae_lambda=model.gae_lambda,
+        n_envs=1,
+    )
+    # Replace the 1-step arrays by the rollout's own (n, 1, ...) arrays: nothing is reallocated.
+    buffer.buffer_size = n
+    buffer.observations = rollout.obs[:, None]
+    buffer.actions = rollout.actions.reshape(n, 1, 1)
+    buffer.rewards = rollout.rewards[:, None]
+    buffer.episode_starts = np.zeros((n, 1), dtype=np.float32)
+    buffer.values = rollout.values[:, None]
+    buffer.log_probs = rollout.log_probs[:, None]
+    buffer.advantages = rollout.advantages[:, None]
+    buffer.returns = rollout.returns[:, None]
+    buffer.action_masks = rollout.masks.astype(np.float32)[:, None]
+    buffer.pos, buffer.full, buffer.generator_ready = n, True, False
+    return buffer
+
+
+def train_on_rollout(model: Any, rollout: Rollout) -> None:
+    """One PPO update (``model.train()``: ``n_epochs`` passes in ``batch_size`` minibatches) on
+    ``rollout``; adds its decisions to ``model.num_timesteps``."""
+    if not hasattr(model, "_logger"):
+        # model.train() records its losses; a model that never ran learn() has no logger yet.
+        model.set_logger(Logger(folder=None, output_formats=[]))
+    own = model.rollout_buffer
+    model.rollout_buffer = fill_buffer(model, rollout)
+    try:
+        model.train()
+    finally:
+        model.rollout_buffer = own
+    model.num_timesteps += len(rollout)
+
+
+@dataclass
+class SelfPlayStats:
+    """What :func:`train_selfplay` measured."""
+
+    decisions: int = 0
+    """Decisions trained on in this call."""
+    seconds: float = 0.0
+    """Wall time of collection and updates."""
+    collect_seconds: float = 0.0
+    """Of which collecting."""
+    episodes: int = 0
+    """Episodes finished."""
+    history: list[dict[str, float]] = field(default_factory=list)
+    """Per rollout: step, decisions, steps_per_s, mean_penalty, episode_length."""
+
+    @property
+    def steps_per_s(self) -> float:
+        """Learner decisions per second, collection and updates together."""
+        return self.decisions / self.seconds if self.seconds else 0.0
+
+
+def train_selfplay(
+    model: Any,
+    config: Config,
+    total_decisions: int,
+    batch: int = DEFAULT_BATCH,
+    rollout_decisions: int | None = None,
+    seed: int | None = 0,
+    callback: Callable[[Any, Rollout], bool | None] | None = None,
+    progress: bool = True,
+) -> SelfPlayStats:
+    """Train ``model`` by self-play on ``batch`` games of ``config`` until
+    ``model.num_timesteps`` reaches ``total_decisions`` (so a resumed model continues).
+
+    ``rollout_decisions``: decisions collected per update (default ``model.n_steps *
+    model.n_envs``, the rollout size of the single-seat path, rounded up to a multiple of
+    ``batch``). ``seed``: seeds the deals (``BatchedGames``), torch's action draws and SB3's
+    minibatch order (``model.set_random_seed``); ``None`` leaves them unseeded. ``callback(model,
+    rollout)`` runs after each update (checkpoints, evaluations, snapshots); returning ``False``
+    stops training. Logs ``charts/steps_per_s``, ``selfplay/mean_penalty`` and
+    ``selfplay/episode_length`` to ``model.logger`` and dumps it after each update.
+    """
+    from tqdm import tqdm
+
+    if isinstance(total_decisions, bool) or not isinstance(total_decisions, (int, np.integer)):
+        raise ValueError(f"total_decisions must be an integer; got {total_decisions!r}")
+    if rollout_decisions is None:
+        rollout_decisions = model.n_steps * model.n_envs
+    if isinstance(rollout_decisions, bool) or not isinstance(rollout_decisions, (int, np.integer)):
+        raise ValueError(f"rollout_decisions must be a positive integer; got {rollout_decisions!r}")
+    if rollout_decisions < 1:
+        raise ValueError(f"rollout_decisions must be a positive integer; got {rollout_decisions}")
+    if seed is not None:
+        model.set_random_seed(seed)
+    games = BatchedGames(config, batch, seed=seed)
+    collector = SelfPlayCollector(model, games)
+    per_rollout = -(-int(rollout_decisions) // games.batch) * games.batch
+    stats = SelfPlayStats()
+    start = model.num_timesteps
+    bar = tqdm(
+        total=int(total_decisions),
+        initial=min(start, int(total_decisions)),
+        unit="step",
+        desc="self-play",
+        dynamic_ncols=True,
+        mininterval=2.0,
+        disable=not progress,
+    )
+    clock = time.perf_counter()
+    try:
+        while model.num_timesteps < total_decisions:
+            began = time.perf_counter()
+            rollout = collector.collect(per_rollout)
+            collected = time.perf_counter()
+            model._update_current_progress_remaining(model.num_timesteps, int(total_decisions))
+            train_on_rollout(model, rollout)
+            now = time.perf_counter()
+            stats.decisions += len(rollout)
+            stats.seconds += now - began
+            stats.collect_seconds += collected - began
+            stats.episodes += len(rollout.episodes)
+            entry = {
+                "step": float(model.num_timesteps),
+                "decisions": float(len(rollout)),
+                "steps_per_s": len(rollout) / max(now - began, 1e-9),
+            }
+            if rollout.episodes:
+                entry["mean_penalty"] = float(np.mean([e.totals for e in rollout.episodes]))
+                entry["episode_length"] = float(np.mean([e.decisions for e in rollout.episodes]))
+            stats.history.append(entry)
+            logger = model.logger
+            logger.record("charts/steps_per_s", entry["steps_per_s"])
+            for key in ("mean_penalty", "episode_length"):
+                if key in entry:
+                    logger.record(f"selfplay/{key}", entry[key])
+            logger.dump(step=model.num_timesteps)
+            bar.update(len(rollout))
+            rate = (model.num_timesteps - start) / max(now - clock, 1e-9)
+            bar.set_postfix_str(f"{rate:,.0f} steps/s")
+            if callback is not None and callback(model, rollout) is False:
+                break
+    finally:
+        bar.close()
+    return stats
+
+
+__all__ = [
+    "DEFAULT_BATCH", "FinishedEpisode", "Rollout", "SelfPlayCollector", "SelfPlayStats",
+    "fill_buffer", "gae", "train_on_rollout", "train_selfplay",
+]  # fmt: skip

@@ -1,0 +1,193 @@
+"""The single-learner Gymnasium env: its API, who acts when, and which reward reaches whom."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from odin_env.cards import parse_card
+from odin_env.combos import combo_index
+from odin_env.rules import PASS, Config, Game
+from odin_env.single_agent import ILLEGAL_REWARD, SingleAgentEnv
+
+
+class FirstPlay:
+    """A stub opponent: always the lowest-numbered legal action (a play before a pass)."""
+
+    name = "first-play"
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        return int(np.flatnonzero(action_mask)[0])
+
+
+def cards(*names: str) -> list[int]:
+    return [parse_card(n) for n in names]
+
+
+def stub_env(**kwargs) -> SingleAgentEnv:
+    env = SingleAgentEnv(opponents=["self"], **kwargs)
+    env.set_snapshots([FirstPlay()])
+    return env
+
+
+def test_passes_gymnasium_env_checker():
+    check_env(SingleAgentEnv(opponents=["greedy"]), skip_render_check=True)
+
+
+def opponent_ends_hand(config: Config) -> Game:
+    """Seat 0 (the learner) leads holding R1, Y5; seat 1 holds only G9 and empties its hand
+    whenever it plays; seats 2 and 3 keep 3 and 5 cards. Lead R1 and the hand's penalties are
+    (1, 0, 3, 5)."""
+    hands = [
+        cards("R1", "Y5"),
+        cards("G9"),
+        cards("B2", "P4", "O6"),
+        cards("R3", "Y7", "G2", "B8", "P1"),
+    ]
+    return Game.from_position(config, hands, current=0, totals=[2, 10, 4, 4], seed=7)
+
+
+@pytest.mark.parametrize("episode", ["hand", "game"])
+def test_r13_learner_gets_its_own_penalty_when_an_opponent_ends_the_hand(episode):
+    env = stub_env(episode=episode, threshold=50)
+    game = opponent_ends_hand(env.config)
+    obs, info = env.reset(seed=0, options={"game": game, "seat": 0})
+    assert info["seat"] == 0
+    _, reward, terminated, _, info = env.step(combo_index(cards("R1")))
+    assert game.history == [(1, 0, 3, 5)]
+    # Its own -1: not the hand-ender's 0, not the next player's -3.
+    assert reward == -1.0
+    assert terminated == (episode == "hand")
+    if episode == "game":
+        # The next hand is dealt and the learner is asked again: the reward was not held back.
+        assert game.hand_number == 2 and game.current == 0
+        assert info["action_mask"].sum() >= 2
+
+
+def test_r14_learner_gets_its_win_when_an_opponent_ends_the_game():
+    env = stub_env(episode="game", threshold=15, reward="win")
+    game = opponent_ends_hand(env.config)
+    game.totals = [2, 14, 12, 4]  # seat 1 empties at 14; seat 2 reaches 15: the game ends
+    env.reset(seed=0, options={"game": game, "seat": 0})
+    _, reward, terminated, _, info = env.step(combo_index(cards("R1")))
+    assert terminated and game.totals == [3, 14, 15, 9]
+    assert (reward, info["win"], info["penalty"]) == (1.0, 1.0, 3)
+
+
+def test_r14_losing_learner_gets_nothing_when_an_opponent_wins_the_game():
+    env = stub_env(episode="game", threshold=15, reward="win")
+    game = opponent_ends_hand(env.config)
+    game.totals = [12, 1, 12, 4]  # the learner reaches 13, seat 2 reaches 15; seat 1 wins on 1
+    env.reset(seed=0, options={"game": game, "seat": 0})
+    _, reward, terminated, _, info = env.step(combo_index(cards("R1")))
+    assert terminated and (reward, info["win"]) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("reward", ["penalty", "win"])
+def test_rewards_over_an_episode_sum_to_the_learners_outcome(reward):
+    """Every hand's penalty (or the final win share) reaches the learner exactly once, whoever
+    ended the hand."""
+    env = SingleAgentEnv(opponents=["greedy", "random"], reward=reward)
+    rng = np.random.default_rng(1)
+    for episode in range(6):
+        _, info = env.reset(seed=episode)
+        total, done = 0.0, False
+        while not done:
+            action = rng.choice(np.flatnonzero(info["action_mask"]))
+            _, r, done, _, info = env.step(action)
+            total += r
+        expected = -info["penalty"] if reward == "penalty" else info["win"]
+        assert total == pytest.approx(expected)
+        assert sum(env.game.history[h][env.seat] for h in range(info["hands"])) == info["penalty"]
+
+
+def test_learner_is_asked_only_for_its_own_real_choices():
+    env = SingleAgentEnv(opponents=["greedy"])
+    rng = np.random.default_rng(2)
+    _, info = env.reset(seed=3)
+    for _ in range(200):
+        game = env.game
+        assert game.current == env.seat and len(game.legal) >= 2
+        mask = env.action_masks()
+        assert np.array_equal(np.flatnonzero(mask), game.legal)
+        assert np.array_equal(info["action_mask"], mask)
+        _, _, done, _, info = env.step(rng.choice(game.legal))
+        if done:
+            assert not env.action_masks().any()
+            _, info = env.reset()
+
+
+def test_seat_is_drawn_per_episode_or_fixed():
+    drawn = SingleAgentEnv(players=5)
+    seats = {drawn.reset(seed=s)[1]["seat"] for s in range(40)}
+    assert seats == set(range(5))
+    fixed = SingleAgentEnv(players=5, seat=3)
+    assert {fixed.reset(seed=s)[1]["seat"] for s in range(10)} == {3}
+
+
+def test_opponent_kind_is_drawn_per_episode_from_the_pool():
+    env = SingleAgentEnv(opponents=["greedy", "random"])
+    kinds = {env.reset(seed=s)[1]["opponent"] for s in range(30)}
+    assert kinds == {"greedy", "random"}
+
+
+def test_self_without_snapshots_falls_back_then_uses_the_bounded_pool():
+    env = SingleAgentEnv(opponents=["self"], max_snapshots=2)
+    assert env.reset(seed=0)[1]["opponent"] == "random"
+    stubs = [FirstPlay() for _ in range(3)]
+    for stub in stubs:
+        env.add_snapshot(stub)
+    assert list(env.snapshots) == stubs[1:]
+    assert env.reset(seed=0)[1]["opponent"] == "self"
+
+
+def test_same_seed_same_episode():
+    def trace(seed: int) -> list:
+        env = SingleAgentEnv(opponents=["greedy", "random"])
+        obs, info = env.reset(seed=seed)
+        out = [obs.tobytes()]
+        for _ in range(30):
+            obs, r, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+            out.append((obs.tobytes(), r))
+            if done:
+                break
+        return out
+
+    assert trace(5) == trace(5)
+    assert trace(5) != trace(6)
+
+
+def test_illegal_action_raises_and_changes_nothing():
+    env = SingleAgentEnv(illegal="raise")
+    env.reset(seed=0)
+    before = env.game.snapshot()
+    illegal = int(np.flatnonzero(env.action_masks() == 0)[0])
+    with pytest.raises(ValueError, match="illegal action"):
+        env.step(illegal)
+    assert env.game.snapshot() == before
+
+
+def test_illegal_action_terminates_by_default():
+    env = SingleAgentEnv(reward="penalty")
+    env.reset(seed=0)
+    illegal = PASS if PASS not in env.game.legal else int(np.flatnonzero(~env.action_masks())[0])
+    _, reward, terminated, _, info = env.step(illegal)
+    assert terminated and reward == ILLEGAL_REWARD["penalty"] and info["illegal_action"] == illegal
+    with pytest.raises(RuntimeError, match="after the episode ended"):
+        env.step(int(np.flatnonzero(env.game.legal_mask())[0]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"opponents": ["nobody"]}, "unknown opponent 'nobody'"),
+        ({"opponents": []}, "at least one"),
+        ({"seat": 4}, "seat must be"),
+        ({"players": 7}, "players must be"),
+        ({"illegal": "ignore"}, "illegal must be"),
+    ],
+)
+def test_bad_settings_raise_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SingleAgentEnv(**kwargs)

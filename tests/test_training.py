@@ -1,0 +1,305 @@
+"""train.py end to end (tiny runs in subprocesses), checkpoints, the PPO agent and its policy."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+
+from agents.base import make
+from agents.ppo import BUNDLED_MODEL, LegalSetPolicy, NumpyPolicy, PPOAgent
+from agents.tournament import play_game
+from agents.training import STATE_MEMBER, _state_from_bytes
+from odin_env.observation import OBS_SIZE, observe
+from odin_env.rules import NUM_ACTIONS, Config, Game
+
+ROOT = Path(__file__).resolve().parents[1]
+# Small enough to finish in seconds: 2 envs x 32 steps per rollout, 64-sample minibatches.
+TINY = [
+    "--n-envs", "2", "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1",
+    "--net-pi", "32", "--net-vf", "32", "--opponents", "random", "self",
+    "--snapshot-every", "64", "--checkpoint-every", "64", "--eval-every", "128",
+    "--eval-deals", "1", "--eval-opponents", "random",
+]  # fmt: skip
+
+
+def run_train(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def checkpoint_step(path: Path) -> int:
+    with zipfile.ZipFile(path) as archive:
+        return json.loads(archive.read("data"))["num_timesteps"]
+
+
+def checkpoint_state(path: Path):
+    with zipfile.ZipFile(path) as archive:
+        return _state_from_bytes(archive.read(STATE_MEMBER))
+
+
+def plays_legal_moves(agent, players: int, games: int = 2) -> None:
+    """Whole games with ``agent`` in every seat; the engine raises on any illegal action."""
+    for seed in range(games):
+        game = play_game(Game(Config(players=players), seed=seed), [agent] * players)
+        assert game.is_over and game.winners
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    runs = tmp_path_factory.mktemp("runs")
+    done = run_train("--runs-dir", str(runs), "--name", "tiny", "--total-steps", "256", *TINY)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return runs / "tiny"
+
+
+def test_tiny_run_writes_a_checkpoint_that_loads_and_plays(tiny_run):
+    config = json.loads((tiny_run / "config.json").read_text())
+    assert config["total_steps"] == 256 and config["opponents"] == ["random", "self"]
+    checkpoint = tiny_run / "checkpoint.zip"
+    assert checkpoint_step(checkpoint) == 256
+    for path in (checkpoint, tiny_run / "best.zip"):
+        plays_legal_moves(make(f"ppo:{path}"), players=4, games=1)
+    evaluations = [
+        json.loads(line) for line in (tiny_run / "evaluations.jsonl").read_text().splitlines()
+    ]
+    assert [e["step"] for e in evaluations] == [128, 256]
+    assert all(0 <= e["random"]["win_rate"] <= 1 and e["random"]["games"] == 4 for e in evaluations)
+    # 'self' snapshots were taken at 0, 64, 128, 192, 256 steps.
+    assert len(checkpoint_state(checkpoint).snapshots) == 5
+    assert any(name.startswith("events.out.tfevents") for name in os.listdir(tiny_run / "tb"))
+
+
+def test_resume_continues_the_step_counter_and_snapshot_pool(tiny_run, tmp_path):
+    run = tmp_path / "tiny"
+    run.mkdir()
+    for name in ("config.json", "checkpoint.zip", "evaluations.jsonl"):
+        (run / name).write_bytes((tiny_run / name).read_bytes())
+    before = checkpoint_state(run / "checkpoint.zip")
+    done = run_train("--resume", str(run), "--total-steps", "384")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert checkpoint_step(run / "checkpoint.zip") == 384
+    steps = [
+        json.loads(line)["step"] for line in (run / "evaluations.jsonl").read_text().splitlines()
+    ]
+    assert steps == [128, 256, 384]
+    after = checkpoint_state(run / "checkpoint.zip")
+    assert after.last_snapshot == 384
+    # The pool kept its most recent snapshots from before the resume (bounded at 5).
+    kept = after.snapshots[0].layers[0][0]
+    assert any(np.array_equal(kept, s.layers[0][0]) for s in before.snapshots)
+
+
+def test_corrupt_checkpoint_is_a_one_line_error_with_exit_code_2(tiny_run, tmp_path):
+    run = tmp_path / "tiny"
+    run.mkdir()
+    (run / "config.json").write_bytes((tiny_run / "config.json").read_bytes())
+    payload = (tiny_run / "checkpoint.zip").read_bytes()
+    (run / "checkpoint.zip").write_bytes(payload[: len(payload) // 2])
+    done = run_train("--resume", str(run), "--total-steps", "512", timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "corrupt or incompatible checkpoint" in done.stderr.strip().splitlines()[-1]
+
+
+def test_bad_model_files_give_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no PPO model"):
+        PPOAgent.load(tmp_path / "missing.zip")
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"not a zip at all")
+    with pytest.raises(ValueError, match="not a readable MaskablePPO"):
+        PPOAgent.load(junk)
+
+
+def test_resume_of_a_directory_without_a_run_is_refused(tmp_path):
+    done = run_train("--resume", str(tmp_path), timeout=120)
+    assert done.returncode == 2 and "no config.json" in done.stderr
+
+
+def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path):
+    args = ["--runs-dir", str(tmp_path), "--name", "stop", "--total-steps", "10000000", *TINY]
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches the whole group, as at a terminal
+    )
+    checkpoint = tmp_path / "stop" / "checkpoint.zip"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    first = checkpoint_step(checkpoint)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert checkpoint_step(checkpoint) > first
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 5, 6])
+def test_bundled_model_plays_legal_moves_at_every_table_size(players):
+    assert BUNDLED_MODEL.is_file()
+    agent = make("ppo")
+    assert isinstance(agent, PPOAgent)
+    plays_legal_moves(agent, players)
+
+
+@pytest.mark.parametrize(("opponent", "least"), [("random", 0.6), ("greedy", 0.4)])
+def test_bundled_model_beats_random_and_greedy(opponent, least):
+    """A quick check of the strength measured in the README (56% against three greedy over
+    2,000 games; parity is 25%), on 40 seeded, seat-rotated games."""
+    from agents.tournament import play_tournament
+
+    records = play_tournament(
+        ["ppo", opponent, opponent, opponent], Config(), 10, 3, progress=False
+    )
+    wins = sum(1 / len(r.winners) for r in records if r.agents.index(0) in r.winners)
+    assert wins / len(records) > least
+
+
+def small_policy() -> LegalSetPolicy:
+    th.manual_seed(0)
+    return LegalSetPolicy(
+        spaces.Box(0.0, np.inf, (OBS_SIZE,), np.float32),
+        spaces.Discrete(NUM_ACTIONS),
+        lambda _: 3e-4,
+        net_arch={"pi": [32], "vf": [16]},
+        activation_fn=th.nn.ReLU,
+    )
+
+
+def real_batch(count: int) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+    """Observations, masks and legal actions from real positions of random games."""
+    rng = np.random.default_rng(0)
+    obs, masks, actions = [], [], []
+    game = Game(Config(), seed=0)
+    while len(obs) < count:
+        game.play_forced()
+        if game.is_over:
+            game = Game(Config(), seed=len(obs))
+            continue
+        obs.append(observe(game, game.current))
+        masks.append(game.legal_mask())
+        actions.append(int(rng.choice(game.legal)))
+        game.apply(actions[-1])
+    return th.tensor(np.array(obs)), th.tensor(np.array(masks)), th.tensor(actions)
+
+
+def test_legal_set_policy_matches_sb3_contribs_masked_distribution():
+    """The fast policy computes the same log-probabilities, entropies and values as sb3-contrib's
+    MaskableCategorical (the parent's code path), so it trains the same objective."""
+    policy = small_policy()
+    obs, masks, actions = real_batch(64)
+    values, log_prob, entropy = policy.evaluate_actions(obs, actions, action_masks=masks)
+    distribution = policy.get_distribution(obs, action_masks=masks.numpy())
+    ref_log_prob = distribution.log_prob(actions)
+    assert th.allclose(values.squeeze(1), policy.predict_values(obs).squeeze(1))
+    assert th.allclose(log_prob, ref_log_prob, atol=1e-5)
+    assert th.allclose(entropy, distribution.entropy(), atol=1e-4)
+    with th.no_grad():
+        sampled, _, sampled_log_prob = policy(obs, action_masks=masks)
+    assert masks[th.arange(64), sampled].all()
+    assert th.allclose(sampled_log_prob, distribution.log_prob(sampled), atol=1e-5)
+
+
+def test_numpy_policy_picks_the_torch_policys_most_probable_legal_action():
+    policy = small_policy()
+    obs, masks, _ = real_batch(64)
+    player = NumpyPolicy.from_policy(policy)
+    with th.no_grad():
+        best, _, _ = policy(obs, deterministic=True, action_masks=masks)
+    assert np.array_equal(player.act_batch(obs.numpy(), masks.numpy()), best.numpy())
+    assert player.act(obs[0].numpy(), masks[0].numpy()) == int(best[0])
+
+
+def test_r13_imitation_returns_add_up_each_seats_penalties():
+    """With no discount, a seat's return at its first decision is minus its final total: every
+    hand's penalty is credited to that seat, whoever ended the hand."""
+    from agents.training import collect_demonstrations
+
+    config = Config(players=3)
+    data = collect_demonstrations("greedy", config, games=1, seed=4, gamma=1.0)
+    game = Game(config, seed=int(np.random.default_rng(4).integers(2**63)))
+    play_game(game, [make("greedy")] * 3)
+    seat_of_row = []
+    replay = Game(config, seed=int(np.random.default_rng(4).integers(2**63)))
+    while True:
+        replay.play_forced()
+        if replay.is_over:
+            break
+        seat_of_row.append(replay.current)
+        replay.apply(int(data["actions"][len(seat_of_row) - 1]))
+    assert len(seat_of_row) == len(data["actions"]) and replay.totals == game.totals
+    for seat in range(3):
+        first = seat_of_row.index(seat)
+        assert data["returns"][first] == -game.totals[seat]
+    masks = np.unpackbits(data["masks"], axis=1, count=NUM_ACTIONS).astype(bool)
+    assert masks[np.arange(len(masks)), data["actions"]].all()
+
+
+def test_imitation_warm_start_learns_the_teachers_choices(tmp_path):
+    from agents.training import (
+        TrainConfig,
+        build_model,
+        collect_demonstrations,
+        imitate,
+        make_vec_env,
+    )
+
+    config = TrainConfig(
+        runs_dir=str(tmp_path), n_envs=1, net_pi=[64], net_vf=[32], imitate="greedy",
+        imitate_games=30, imitate_epochs=10, batch_size=256, learning_rate=3e-3,
+    )  # fmt: skip
+    venv = make_vec_env(config, seed=0)
+    try:
+        model = build_model(config, venv, tensorboard=False)
+        held_out = collect_demonstrations("greedy", Config(), games=5, seed=99, gamma=1.0)
+        masks = np.unpackbits(held_out["masks"], axis=1, count=NUM_ACTIONS)
+
+        def agreement() -> float:
+            player = NumpyPolicy.from_policy(model.policy)
+            return float(np.mean(player.act_batch(held_out["obs"], masks) == held_out["actions"]))
+
+        before = agreement()
+        losses = imitate(model, config)
+        after = agreement()
+    finally:
+        venv.close()
+    assert losses["imitation/samples"] > 1000
+    assert after > 0.8 and after > before + 0.3, (before, after)
+
+
+def test_environments_close_after_an_interrupt_inside_a_step(tmp_path):
+    """Ctrl-C between two workers' replies must not leave train.py waiting forever on close."""
+    import threading
+
+    from agents.training import TrainConfig, close_vec_env, make_vec_env
+
+    venv = make_vec_env(TrainConfig(runs_dir=str(tmp_path), n_envs=2), seed=0)
+    venv.reset()
+    actions = [int(np.flatnonzero(m)[0]) for m in venv.env_method("action_masks")]
+    inner = venv.venv
+    inner.step_async(actions)
+    inner.remotes[0].recv()  # the interrupt struck after the first reply was read
+    closer = threading.Thread(target=close_vec_env, args=(venv,), daemon=True)
+    closer.start()
+    closer.join(timeout=30)
+    assert not closer.is_alive()
+    assert all(not p.is_alive() for p in inner.processes)
