@@ -24,6 +24,7 @@ from agents.hand import (
     partition,
     see,
 )
+from odin_env.cards import cards_of
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE, combo_index_of_bits, is_combo
 from odin_env.rules import PASS, TAKE
 
@@ -118,7 +119,7 @@ class Shaper(_Heuristic):
                     key=lambda a: (cover(hand & ~COMBO_BITS[a]), -_NUMBER[a]),
                 )
             )
-        beaten = _cards(seen.table)
+        beaten = cards_of(seen.table)
         best = None
         for a in seen.plays:
             left = hand & ~COMBO_BITS[a]
@@ -217,7 +218,7 @@ class Planner(_Heuristic):
         finisher = parts[0] if len(parts) > 1 else 0
         if seen.phase == LEAD_PHASE:
             return self.lead(seen, threats, finisher)
-        beaten = _cards(seen.table)
+        beaten = cards_of(seen.table)
         options = []
         stay = self.value(hand)
         pass_score = stay
@@ -262,7 +263,7 @@ def _beaten_share(seen: Seen, slot: int, combo: int) -> float:
     if known.bit_count() == _SIZE[combo]:
         return 1.0 if is_combo(known) and _number(known) > _NUMBER[combo] else 0.0
     top = _NUMBER[combo] // 10 ** (_SIZE[combo] - 1)
-    pool = _cards(seen.unseen | known)
+    pool = cards_of(seen.unseen | known)
     if not pool:
         return 0.0
     return sum(1 for c in pool if VALUE_OF[c] > top) / len(pool)
@@ -270,15 +271,6 @@ def _beaten_share(seen: Seen, slot: int, combo: int) -> float:
 
 def _number(bits: int) -> int:
     return _NUMBER[combo_index_of_bits(bits)]
-
-
-def _cards(bits: int) -> list[int]:
-    out = []
-    while bits:
-        low = bits & -bits
-        out.append(low.bit_length() - 1)
-        bits ^= low
-    return out
 
 
 HEURISTICS: dict[str, type] = {"greedy": Greedy, "shaper": Shaper, "planner": Planner}
