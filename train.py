@@ -3,11 +3,13 @@
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
     python train.py --name pool1 --init runs/greedy1/best.zip --opponents greedy planner self
     python train.py --resume runs/pool1 [--total-steps 6000000]
+    python train.py --name self1 --engine batched --selfplay-batch 256 --total-steps 5000000
     tensorboard --logdir runs
 
 The trained model plays as ``ppo:runs/NAME/best.zip`` (or any checkpoint) in ``evaluate.py``.
-Loading a checkpoint unpickles it: load only trusted files.
-Ctrl-C (or SIGTERM) saves a checkpoint first.
+``--engine batched`` trains by self-play on the batched engine (every seat is the learner, so
+``--opponents`` and ``--seat`` are refused with it). Loading a checkpoint unpickles it: load
+only trusted files. Ctrl-C (or SIGTERM) saves a checkpoint first.
 Exit codes: 0 done, 2 a bad setting or an unusable run/checkpoint, 130 interrupted.
 """
 
@@ -33,6 +35,8 @@ _FLAGS = {
     "--episode": ("episode", str, "game or hand"),
     "--reward": ("reward", str, "penalty (dense, per hand) or win"),
     "--seat": ("seat", int, "the learner's fixed seat (default: drawn per episode)"),
+    "--engine": ("engine", str, "subproc (learner vs opponents) or batched (self-play, all seats)"),
+    "--selfplay-batch": ("selfplay_batch", int, "games in lockstep with --engine batched"),
     "--total-steps": ("total_steps", int, "learner decisions in all (resumed steps count)"),
     "--n-envs": ("n_envs", int, "environments, one subprocess each"),
     "--n-steps": ("n_steps", int, "steps per environment per rollout"),

@@ -356,18 +356,36 @@ def fill_buffer(model: Any, rollout: Rollout) -> MaskableRolloutBuffer:
     return buffer
 
 
+def minibatch_size(decisions: int, batch_size: int) -> int:
+    """``batch_size``, or the smallest larger size that leaves no minibatch of ``decisions`` rows
+    with a single row (``decisions`` >= 2).
+
+    MaskablePPO normalizes the advantages of each minibatch by their standard deviation, which is
+    NaN for one row and then poisons every weight. A fixed-size SB3 rollout can avoid that once
+    and for all; a self-play rollout's length varies from one update to the next."""
+    if decisions < 2:
+        raise ValueError(f"a PPO update needs at least 2 decisions; got {decisions}")
+    size = max(batch_size, 2)
+    while decisions % size == 1:
+        size += 1
+    return size
+
+
 def train_on_rollout(model: Any, rollout: Rollout) -> None:
-    """One PPO update (``model.train()``: ``n_epochs`` passes in ``batch_size`` minibatches) on
-    ``rollout``; adds its decisions to ``model.num_timesteps``."""
+    """One PPO update (``model.train()``: ``n_epochs`` passes in ``batch_size`` minibatches,
+    enlarged when needed so no minibatch holds a single decision: :func:`minibatch_size`) on
+    ``rollout`` (at least 2 decisions); adds its decisions to ``model.num_timesteps``."""
     if not hasattr(model, "_logger"):
         # model.train() records its losses; a model that never ran learn() has no logger yet.
         model.set_logger(Logger(folder=None, output_formats=[]))
-    own = model.rollout_buffer
-    model.rollout_buffer = fill_buffer(model, rollout)
+    own, size = model.rollout_buffer, model.batch_size
+    buffer = fill_buffer(model, rollout)
+    model.batch_size = minibatch_size(len(rollout), size)
+    model.rollout_buffer = buffer
     try:
         model.train()
     finally:
-        model.rollout_buffer = own
+        model.rollout_buffer, model.batch_size = own, size
     model.num_timesteps += len(rollout)
 
 
@@ -444,6 +462,11 @@ def train_selfplay(
         while model.num_timesteps < total_decisions:
             began = time.perf_counter()
             rollout = collector.collect(per_rollout)
+            if len(rollout) < 2:
+                # Rollouts shorter than a turn around the table can leave (almost) every
+                # decision open, the first one mostly; one advantage cannot be normalized, so a
+                # lone closed decision is skipped and play goes on.
+                continue
             collected = time.perf_counter()
             model._update_current_progress_remaining(model.num_timesteps, int(total_decisions))
             train_on_rollout(model, rollout)
@@ -479,5 +502,5 @@ def train_selfplay(
 
 __all__ = [
     "DEFAULT_BATCH", "FinishedEpisode", "Rollout", "SelfPlayCollector", "SelfPlayStats",
-    "fill_buffer", "gae", "train_on_rollout", "train_selfplay",
+    "fill_buffer", "gae", "minibatch_size", "train_on_rollout", "train_selfplay",
 ]  # fmt: skip

@@ -1,4 +1,19 @@
-"""PPO training for Odin: MaskablePPO on :class:`odin_env.single_agent.SingleAgentEnv`.
+"""PPO training for Odin: MaskablePPO on :class:`odin_env.single_agent.SingleAgentEnv`, or
+shared-parameter self-play on the batched engine.
+
+Two engines collect the experience (``engine``):
+
+- ``subproc`` (default): ``n_envs`` subprocesses of ``SingleAgentEnv``; the learner holds one
+  seat and the ``opponents`` play the others inside each step.
+- ``batched``: :func:`agents.selfplay.train_selfplay` on ``selfplay_batch`` games of
+  :class:`odin_env.batched.BatchedGames` in the main process; every seat of every game is the
+  learner, so every decision is a training sample (``opponents`` and ``seat`` have no meaning
+  and are refused). Each update trains on ``n_steps x n_envs`` collected decisions (rounded up to
+  a multiple of ``selfplay_batch``); the step counter counts the decisions trained on, and
+  training stops after the update that reaches ``total_steps`` (it may pass it by one rollout).
+  Run directory, checkpoints, evaluations and resume are the same as with ``subproc``;
+  TensorBoard gets ``selfplay/mean_penalty`` and ``selfplay/episode_length`` instead of
+  ``opponents/...``.
 
 One run lives in ``runs/NAME/``:
 
@@ -11,9 +26,10 @@ One run lives in ``runs/NAME/``:
 ``best.zip``           the policy with the best evaluation score so far (``ppo:runs/NAME/best.zip``)
 ``imitation.zip``      with ``imitate``: the policy after the warm start, before any PPO step
 ``evaluations.jsonl``  one line per evaluation: step, win rate and 95% interval per opponent
-``tb/``                TensorBoard: ``opponents/<kind>/win_rate`` and ``mean_penalty``,
-                       ``charts/episode_length``, ``charts/steps_per_s``, ``eval/<agent>/...``,
-                       and SB3's ``train/`` (entropy, losses, KL, clip fraction)
+``tb/``                TensorBoard: ``opponents/<kind>/win_rate`` and ``mean_penalty``
+                       (``selfplay/...`` with the batched engine), ``charts/episode_length``,
+                       ``charts/steps_per_s``, ``eval/<agent>/...``, and SB3's ``train/``
+                       (entropy, losses, KL, clip fraction)
 =====================  =======================================================================
 
 Warm start (``imitate``, optional): before PPO, the policy is fitted to a heuristic's choices in
@@ -63,6 +79,7 @@ BEST = "best.zip"
 STATE_MEMBER = "odin_training.npz"
 CONFIG_MEMBER = "odin_config.json"
 GAME_FIELDS = ("players", "threshold", "colours", "first_player", "episode", "reward")
+ENGINES = ("subproc", "batched")
 
 
 class TrainingError(Exception):
@@ -92,12 +109,19 @@ class TrainConfig:
     seat: int | None = None
     """The learner's seat; None draws it per episode."""
     opponents: list[str] = field(default_factory=lambda: ["greedy"])
-    """Opponent pool: agent specs and/or ``self``; one kind is drawn per episode."""
+    """Opponent pool: agent specs and/or ``self``; one kind is drawn per episode (``subproc``
+    engine only: with ``batched`` every seat is the learner)."""
+    engine: str = "subproc"
+    """How experience is collected: ``subproc`` (one learner seat per env, opponents from the
+    pool) or ``batched`` (self-play on the batched engine, every seat learns)."""
+    selfplay_batch: int = 256
+    """Games in lockstep with the ``batched`` engine."""
     total_steps: int = 2_000_000
     """Learner decisions to train for (the step counter includes earlier, resumed steps; 0 with
     ``imitate``: the warm start only)."""
     n_envs: int = 4
-    """Environments, each in its own subprocess (1: in the main process)."""
+    """Environments, each in its own subprocess (1: in the main process); with the ``batched``
+    engine it only sizes the rollout (``n_steps x n_envs`` decisions)."""
     n_steps: int = 1024
     """Steps per environment per rollout."""
     batch_size: int = 1024
@@ -156,6 +180,8 @@ class TrainConfig:
             raise ValueError(
                 f"total_steps must be >= 0 (0: only the warm start); got {self.total_steps!r}"
             )
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}")
         positive = ("n_envs", "n_steps", "batch_size", "n_epochs", "max_snapshots")
         for name in (
             *positive,
@@ -163,6 +189,7 @@ class TrainConfig:
             "checkpoint_every",
             "eval_deals",
             "torch_threads",
+            "selfplay_batch",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -173,6 +200,19 @@ class TrainConfig:
             raise ValueError("imitate_games and imitate_epochs must be positive integers")
         if not self.opponents:
             raise ValueError("opponents must name at least one agent spec or 'self'")
+        if self.engine == "batched":
+            # Every seat is the learner: an opponent pool or a fixed seat would silently not
+            # apply, so refuse them rather than store a misleading config.json.
+            if self.opponents != TrainConfig().opponents:
+                raise ValueError(
+                    "opponents has no meaning with engine 'batched' (every seat is the learner, "
+                    f"in self-play); leave it at its default; got {self.opponents}"
+                )
+            if self.seat is not None:
+                raise ValueError(
+                    "seat has no meaning with engine 'batched' (every seat is the learner); "
+                    f"leave it unset; got {self.seat}"
+                )
         if not self.name or "/" in self.name or self.name in (".", ".."):
             raise ValueError(f"name must be a plain directory name; got {self.name!r}")
 
@@ -580,11 +620,16 @@ class _RunCallback(BaseCallback):
         self.bar.update(self.config.n_envs)
         return True
 
-    def _on_rollout_end(self) -> None:
-        config, steps, logger = self.config, self.model.num_timesteps, self.logger
-        now = time.perf_counter()
+    def _rate(self) -> float:
+        """Steps per second since the previous call (collection, updates and evaluations)."""
+        now, steps = time.perf_counter(), self.model.num_timesteps
         rate = (steps - self.clock[1]) / max(now - self.clock[0], 1e-9)
         self.clock = (now, steps)
+        return rate
+
+    def _on_rollout_end(self) -> None:
+        logger = self.logger
+        rate = self._rate()
         logger.record("charts/steps_per_s", rate)
         for kind, results in self.episodes.items():
             logger.record(f"opponents/{kind}/win_rate", float(np.mean([w for w, _ in results])))
@@ -593,6 +638,20 @@ class _RunCallback(BaseCallback):
             logger.record("charts/episode_length", float(np.mean(self.lengths)))
         self.episodes.clear()
         self.lengths.clear()
+        self._periodic(rate)
+
+    def on_selfplay_update(self, model: Any, rollout: Any) -> bool:
+        """:func:`agents.selfplay.train_selfplay`'s callback, after each update: progress,
+        evaluations and checkpoints (it logs its own rate and episode statistics)."""
+        self.bar.update(len(rollout))
+        self._periodic(self._rate())
+        # train_selfplay dumped before calling back: write the evaluation at the step it ran.
+        self.logger.dump(step=model.num_timesteps)
+        return True
+
+    def _periodic(self, rate: float) -> None:
+        """Snapshots, evaluations and checkpoints that fall due at the current step."""
+        config, steps = self.config, self.model.num_timesteps
         if SELF in config.opponents and steps - self.state.last_snapshot >= config.snapshot_every:
             self._snapshot()
         if config.eval_every and steps - self.last_eval >= config.eval_every:
@@ -652,16 +711,17 @@ def train(config: TrainConfig, resume: bool = False) -> Path:
         raise TrainingError(f"{run_dir} already holds a run: resume it or choose another --name")
     run_dir.mkdir(parents=True, exist_ok=True)
     th.set_num_threads(config.torch_threads)
+    batched = config.engine == "batched"
     venv = None
     try:
         if resume:
-            venv = make_vec_env(config, config.seed + 1)
+            venv = spaces_env(config) if batched else make_vec_env(config, config.seed + 1)
             model, state = load_checkpoint(run_dir, venv)
             venv.seed(config.seed + 1 + model.num_timesteps)
             model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
         else:
             write_config(config)
-            venv = make_vec_env(config, config.seed + 1)
+            venv = spaces_env(config) if batched else make_vec_env(config, config.seed + 1)
             model, state = build_model(config, venv), RunState()
             if config.imitate:
                 for key, value in imitate(model, config).items():
@@ -670,7 +730,9 @@ def train(config: TrainConfig, resume: bool = False) -> Path:
         callback = _RunCallback(config, state, venv)
         remaining = config.total_steps - model.num_timesteps
         try:
-            if remaining > 0:
+            if remaining > 0 and batched:
+                _learn_selfplay(model, config, callback)
+            elif remaining > 0:
                 model.learn(remaining, callback=callback, reset_num_timesteps=False)
         except KeyboardInterrupt:
             path = save_checkpoint(model, config, state)
@@ -683,10 +745,38 @@ def train(config: TrainConfig, resume: bool = False) -> Path:
         ):
             callback.model = model
             callback.run_evaluation()
+            model.logger.dump(step=model.num_timesteps)
         return save_checkpoint(model, config, state)
     finally:
         if venv is not None:
             close_vec_env(venv)
+
+
+def spaces_env(config: TrainConfig) -> DummyVecEnv:
+    """One in-process ``SingleAgentEnv`` of the run's game: it gives the batched engine's model
+    its observation and action spaces (and a loaded checkpoint its env); it is never stepped."""
+    game = {name: getattr(config, name) for name in GAME_FIELDS}
+    return DummyVecEnv([lambda: SingleAgentEnv(**game)])
+
+
+def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> None:
+    """Train to ``config.total_steps`` by batched self-play; ``callback`` does the run's
+    bookkeeping after each update, as it does at each rollout's end with ``model.learn``."""
+    from agents.selfplay import train_selfplay
+
+    callback.init_callback(model)
+    callback.on_training_start({}, {})
+    train_selfplay(
+        model,
+        config.game_config(),
+        config.total_steps,
+        batch=config.selfplay_batch,
+        rollout_decisions=config.n_steps * config.n_envs,
+        # A resumed run deals new games rather than replaying the first ones.
+        seed=config.seed + 1 + model.num_timesteps,
+        callback=callback.on_selfplay_update,
+        progress=False,  # the callback's bar, which also shows the latest evaluation
+    )
 
 
 def close_vec_env(venv: VecEnv) -> None:
@@ -703,6 +793,6 @@ def close_vec_env(venv: VecEnv) -> None:
 
 __all__ = [
     "TrainConfig", "TrainingError", "MasksFromInfo", "RunState", "build_model", "evaluate",
-    "close_vec_env", "collect_demonstrations", "imitate",
+    "close_vec_env", "collect_demonstrations", "imitate", "spaces_env", "ENGINES",
     "load_checkpoint", "make_vec_env", "read_config", "save_checkpoint", "train", "write_config",
 ]  # fmt: skip

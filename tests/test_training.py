@@ -31,6 +31,16 @@ TINY = [
     "--snapshot-every", "64", "--checkpoint-every", "64", "--eval-every", "128",
     "--eval-deals", "1", "--eval-opponents", "random",
 ]  # fmt: skip
+# Batched self-play: 8 games in lockstep, 64 decisions per update (8 per game).
+BATCHED = [
+    "--engine", "batched", "--selfplay-batch", "8", "--n-envs", "2", "--n-steps", "32",
+    "--batch-size", "64", "--n-epochs", "1", "--net-pi", "32", "--net-vf", "32",
+    "--checkpoint-every", "64", "--eval-every", "128", "--eval-deals", "1",
+    "--eval-opponents", "random",
+]  # fmt: skip
+# An update trains at most what it collected (64) plus the decisions carried in from the
+# previous rollout (at most one open decision per game and seat: 8 x 4).
+MOST_PER_UPDATE = 64 + 8 * 4
 
 
 def run_train(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -131,8 +141,9 @@ def test_resume_of_a_directory_without_a_run_is_refused(tmp_path):
     assert done.returncode == 2 and "no config.json" in done.stderr
 
 
-def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path):
-    args = ["--runs-dir", str(tmp_path), "--name", "stop", "--total-steps", "10000000", *TINY]
+@pytest.mark.parametrize("engine", [TINY, BATCHED], ids=["subproc", "batched"])
+def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path, engine):
+    args = ["--runs-dir", str(tmp_path), "--name", "stop", "--total-steps", "10000000", *engine]
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "train.py"), *args],
         cwd=ROOT,
@@ -151,6 +162,69 @@ def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr[-2000:]
     assert checkpoint_step(checkpoint) > first
+
+
+def evaluation_steps(run: Path) -> list[int]:
+    lines = (run / "evaluations.jsonl").read_text().splitlines()
+    return [json.loads(line)["step"] for line in lines]
+
+
+@pytest.fixture(scope="module")
+def batched_run(tmp_path_factory) -> Path:
+    runs = tmp_path_factory.mktemp("runs")
+    done = run_train("--runs-dir", str(runs), "--name", "self", "--total-steps", "256", *BATCHED)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return runs / "self"
+
+
+def test_batched_engine_run_writes_a_checkpoint_that_loads_and_plays(batched_run):
+    config = json.loads((batched_run / "config.json").read_text())
+    assert config["engine"] == "batched" and config["selfplay_batch"] == 8
+    checkpoint = batched_run / "checkpoint.zip"
+    # The counter only moves when train_selfplay trains on a rollout: it reached the target.
+    step = checkpoint_step(checkpoint)
+    assert 256 <= step < 256 + MOST_PER_UPDATE
+    for path in (checkpoint, batched_run / "best.zip"):
+        plays_legal_moves(make(f"ppo:{path}"), players=4, games=1)
+    steps = evaluation_steps(batched_run)
+    assert len(steps) >= 2 and steps == sorted(set(steps)) and steps[-1] == step
+    state = checkpoint_state(checkpoint)
+    assert [e["step"] for e in state.evaluations] == steps
+    assert state.snapshots == []  # no opponent pool in self-play
+    assert any(name.startswith("events.out.tfevents") for name in os.listdir(batched_run / "tb"))
+
+
+def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path):
+    run = tmp_path / "self"
+    run.mkdir()
+    for name in ("config.json", "checkpoint.zip", "evaluations.jsonl"):
+        (run / name).write_bytes((batched_run / name).read_bytes())
+    before = checkpoint_step(run / "checkpoint.zip")
+    earlier = evaluation_steps(run)
+    done = run_train("--resume", str(run), "--total-steps", str(before + 128))
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = checkpoint_step(run / "checkpoint.zip")
+    assert before + 128 <= after < before + 128 + MOST_PER_UPDATE
+    steps = evaluation_steps(run)
+    assert steps[: len(earlier)] == earlier and steps[-1] == after and len(steps) > len(earlier)
+    assert json.loads((run / "config.json").read_text())["engine"] == "batched"
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--engine", "jax"], ["engine", "subproc, batched", "'jax'"]),
+        (["--engine", "batched", "--opponents", "random"], ["opponents", "batched"]),
+        (["--engine", "batched", "--seat", "0"], ["seat", "batched"]),
+        (["--engine", "batched", "--selfplay-batch", "0"], ["selfplay_batch", "positive"]),
+    ],
+)
+def test_bad_engine_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
+    done = run_train("--runs-dir", str(tmp_path), "--name", "bad", *args, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and all(word in lines[0] for word in named), done.stderr
+    assert not (tmp_path / "bad").exists()  # refused before anything is written
 
 
 @pytest.mark.parametrize("players", [2, 3, 4, 5, 6])
@@ -303,3 +377,32 @@ def test_environments_close_after_an_interrupt_inside_a_step(tmp_path):
     closer.join(timeout=30)
     assert not closer.is_alive()
     assert all(not p.is_alive() for p in inner.processes)
+
+
+def test_self_play_update_with_one_decision_left_over_keeps_the_weights_finite():
+    """A self-play rollout's length varies; when it leaves one decision over after the last full
+    minibatch, MaskablePPO would normalize a single advantage (std NaN) and poison every weight.
+    This ended a 4-player ``--engine batched`` run after 134k steps."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from agents.selfplay import SelfPlayCollector, minibatch_size, train_on_rollout
+    from agents.training import TrainConfig, build_model
+    from odin_env.batched import BatchedGames
+    from odin_env.single_agent import SingleAgentEnv
+
+    th.set_num_threads(1)
+    th.manual_seed(0)
+    config = TrainConfig(n_envs=1, n_steps=64, n_epochs=1, net_pi=[32], net_vf=[32])
+    model = build_model(config, DummyVecEnv([SingleAgentEnv]), tensorboard=False)
+    rollout = SelfPlayCollector(model, BatchedGames(Config(), 8, seed=0)).collect(8 * 16)
+    n = len(rollout)
+    assert n > 3
+    model.batch_size = n - 1  # one full minibatch, then a single decision
+    train_on_rollout(model, rollout)
+    assert all(th.isfinite(p).all() for p in model.policy.parameters())
+    assert model.batch_size == n - 1 and model.num_timesteps == n
+    for decisions, size in [(4097, 1024), (4096, 1024), (2049, 1024), (5, 1), (2, 1024)]:
+        chosen = minibatch_size(decisions, size)
+        assert chosen >= max(size, 2) and decisions % chosen != 1
+    with pytest.raises(ValueError, match="at least 2 decisions"):
+        minibatch_size(1, 64)
