@@ -37,6 +37,7 @@ import numpy as np
 import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
+from agents.files import write_atomic
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 
@@ -390,26 +391,7 @@ def save_policy_only(model: Any, path: str | Path) -> None:
     write_atomic(Path(path), out.getvalue())
 
 
-def write_atomic(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to a temporary file beside ``path``, then rename it into place."""
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide runs and models from other users
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 __all__ = [
     "BUNDLED_MODEL", "LegalSetPolicy", "NumpyPolicy", "PPOAgent", "legal_sets", "read_model",
-    "save_policy_only", "write_atomic",
+    "save_policy_only",
 ]  # fmt: skip

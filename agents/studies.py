@@ -13,35 +13,20 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import matplotlib
+# Figures are drawn on bare Figure objects, not pyplot: no global backend is chosen or changed
+# for the process that imports this module (a notebook keeps its inline backend).
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from agents import stats  # noqa: E402
-from agents.tournament import GameRecord, play_tournament  # noqa: E402
-from odin_env.rules import Config  # noqa: E402
+from agents import stats
+from agents.files import write_atomic
+from agents.tournament import GameRecord, play_tournament
+from odin_env.rules import Config
 
 # -- writing -----------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_json(path: Path, obj: object) -> None:
@@ -57,11 +42,10 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
     write_atomic(path, buf.getvalue().encode())
 
 
-def save_figure(fig: plt.Figure, path: Path) -> None:
+def save_figure(fig: Figure, path: Path) -> None:
     buf = io.BytesIO()
     # No metadata: the PNG then depends only on the data.
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
     write_atomic(path, buf.getvalue())
 
 
@@ -174,8 +158,9 @@ def tournament_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _tournament_figure(agents: list[dict], config: Config) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+def _tournament_figure(agents: list[dict], config: Config) -> Figure:
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     names = [a["agent"] for a in agents]
     rates = [a["win_rate"] for a in agents]
     err = _errors(agents)
@@ -261,9 +246,10 @@ def seating_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _seating_figure(summary: dict) -> plt.Figure:
+def _seating_figure(summary: dict) -> Figure:
     rules = list(dict.fromkeys(c["first_player"] for c in summary["cells"]))
-    fig, axes = plt.subplots(1, len(rules), figsize=(5 * len(rules), 3.8), squeeze=False)
+    fig = Figure(figsize=(5 * len(rules), 3.8))
+    axes = fig.subplots(1, len(rules), squeeze=False)
     for ax, rule in zip(axes[0], rules):
         for c in (c for c in summary["cells"] if c["first_player"] == rule):
             n = c["players"]
@@ -344,10 +330,11 @@ def thresholds_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _thresholds_figure(summary: dict) -> plt.Figure:
+def _thresholds_figure(summary: dict) -> Figure:
     rows = summary["rows"]
     xs = [r["threshold"] for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    fig = Figure(figsize=(12, 3.5))
+    axes = fig.subplots(1, 3)
     axes[0].errorbar(
         xs,
         [r["win_rate"] for r in rows],

@@ -70,7 +70,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 
-from agents.ppo import LegalSetPolicy, NumpyPolicy, save_policy_only, write_atomic
+from agents.files import write_atomic
+from agents.ppo import LegalSetPolicy, NumpyPolicy, save_policy_only
 from odin_env.rules import NUM_ACTIONS, Config
 from odin_env.single_agent import SELF, SingleAgentEnv
 
