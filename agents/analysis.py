@@ -32,15 +32,12 @@ from agents.hand import cover, joins, see
 from agents.stats import Z95
 from agents.tournament import (
     GameRecord,
-    agent_seed,
-    deal_seed,
-    play_game,
+    play_deals,
     play_tournament,
-    rotation_order,
 )
 from odin_env.cards import card_name, cards_of, names, value_of
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE, NUM_COMBOS
-from odin_env.rules import NUM_ACTIONS, PASS, TAKE, Config, Game
+from odin_env.rules import NUM_ACTIONS, PASS, TAKE, Config
 
 PHASES = ("lead", "follow", "take")
 """Decision phases, in the order of the observation's ``phase`` one-hot."""
@@ -279,31 +276,9 @@ def behaviour(
         raise ValueError(f"deals must be >= 1; got {deals}")
     log = DecisionLog(make(agent) if isinstance(agent, str) else agent)
     players = [log, *(make(spec) for spec in opponents)]
-    records = []
+    records: list[GameRecord] = []
     for deal in tqdm(range(deals), unit="deal", disable=not progress, leave=False):
-        dealt = deal_seed(seed, deal)
-        for rotation in range(n):
-            order = rotation_order(n, rotation)
-            seat_agents = [players[i] for i in order]
-            for seat, player in enumerate(seat_agents):
-                reset = getattr(player, "reset", None)
-                if reset is not None:
-                    reset(seat, agent_seed(seed, deal, rotation, seat))
-            game = Game(config, seed=dealt)
-            first_leader = game.hand_leader
-            play_game(game, seat_agents)
-            records.append(
-                GameRecord(
-                    deal=deal,
-                    rotation=rotation,
-                    seed=dealt,
-                    agents=order,
-                    first_leader=first_leader,
-                    hands=tuple(game.history),
-                    totals=tuple(game.totals),
-                    winners=game.winners,
-                )
-            )
+        records += play_deals(players, config, range(deal, deal + 1), seed, engine="single")
     return log.decisions, records
 
 
