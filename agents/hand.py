@@ -17,9 +17,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS, bits_of_mask
+from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import COMBO_BITS, is_combo
-from odin_env.observation import views
+from odin_env.observation import card_sets, views
 from odin_env.rules import PASS, TAKE
 
 COLOUR_LINE = tuple(VALUE_BITS << (c // NUM_VALUES * NUM_VALUES) for c in range(NUM_CARDS))
@@ -150,12 +150,13 @@ def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
     owner_row = v["table_owner"]
     owner = int(np.argmax(owner_row)) if owner_row.any() else -1
     sizes = np.rint(v["hand_size"] * 9.0).astype(int).tolist()[:players]
+    hand, table, take, discard, *known = card_sets(observation)
     return Seen(
-        hand=bits_of_mask(v["hand"]),
-        table=bits_of_mask(v["table"]),
-        take=bits_of_mask(v["take"]),
-        discard=bits_of_mask(v["discard"]),
-        known=[bits_of_mask(v["known"][k]) for k in range(players)],
+        hand=hand,
+        table=table,
+        take=take,
+        discard=discard,
+        known=known[:players],
         sizes=sizes,
         penalties=v["penalty"][:players].tolist(),
         owner=owner,

@@ -80,6 +80,15 @@ def views(obs: np.ndarray) -> dict[str, np.ndarray]:
     return {name: obs[..., s].reshape(lead + shape) for name, (s, shape) in LAYOUT.items()}
 
 
+def card_sets(obs: np.ndarray) -> list[int]:
+    """The card-set ints of the 6x9 planes of one observation, in layout order: ``hand``,
+    ``table``, ``take``, ``discard``, then ``known[0..5]`` (the inverse of the encoding)."""
+    planes = obs[:PLANES_SIZE].reshape(NUM_PLANES, NUM_CARDS) > 0.5
+    packed = np.zeros((NUM_PLANES, 8), dtype=np.uint8)
+    packed[:, :7] = np.packbits(planes, axis=1, bitorder="little")
+    return packed.view("<u8").ravel().tolist()
+
+
 _DYNAMIC_SIZE = LAYOUT["passes"][0].stop - PLANES_SIZE
 _static_tails: dict[int, tuple[Config, np.ndarray]] = {}
 
