@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
-from odin_env.combos import COMBO_BITS, is_combo
+from odin_env.combos import is_combo
 from odin_env.observation import card_sets, views
 from odin_env.rules import PASS, TAKE
 
@@ -168,16 +168,10 @@ def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
     )
 
 
-def combo_bits(index: int) -> int:
-    """The card-set int of combo ``index``."""
-    return COMBO_BITS[index]
-
-
 __all__ = [
     "COLOUR_LINE",
     "VALUE_LINE",
     "Seen",
-    "combo_bits",
     "cover",
     "is_combo",
     "joins",

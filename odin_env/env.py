@@ -108,6 +108,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._zero = dict.fromkeys(self.agents, 0.0)
         self.rewards = dict(self._zero)
         self._cumulative_rewards = dict(self._zero)
+        self._paid_last = False  # whether self.rewards holds a payment to clear next step
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {a: {} for a in self.agents}
@@ -149,8 +150,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agent_selection = self.possible_agents[game.current]
         if self.render_mode == "human":
             self.render()
-
-    _paid_last = False
 
     def render(self) -> str | None:
         if self.render_mode is None:
