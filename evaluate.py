@@ -56,8 +56,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--out", type=Path, default=Path("results/tournament"))
     t.add_argument(
         "--engine", choices=("auto", "single", "batched"), default="auto",
-        help="batched: many games at once (random, ppo agents only); auto: batched when every "
-        "agent allows it; single: one game at a time (see agents.tournament)",
+        help="batched: many games at once (random, greedy, ppo agents only); auto: batched when "
+        "every agent allows it; single: one game at a time (see agents.tournament)",
     )  # fmt: skip
     _game_flags(t)
 
@@ -145,7 +145,7 @@ def validate(args: argparse.Namespace) -> Config | None:
             single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
             if single:
                 raise ValueError(
-                    f"--engine batched needs agents with a batched form (random, ppo); "
+                    f"--engine batched needs agents with a batched form (random, greedy, ppo); "
                     f"none for {', '.join(single)}: use --engine single or auto"
                 )
         if args.command == "thresholds":

@@ -3,13 +3,15 @@
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
     python train.py --name pool1 --init runs/greedy1/best.zip --opponents greedy planner self
     python train.py --resume runs/pool1 [--total-steps 6000000]
-    python train.py --name self1 --engine batched --selfplay-batch 256 --total-steps 5000000
+    python train.py --name fast1 --engine batched --opponents greedy self --total-steps 5000000
+    python train.py --name self1 --engine batched --opponents learner --total-steps 5000000
     tensorboard --logdir runs
 
 The trained model plays as ``ppo:runs/NAME/best.zip`` (or any checkpoint) in ``evaluate.py``.
-``--engine batched`` trains by self-play on the batched engine (every seat is the learner, so
-``--opponents`` and ``--seat`` are refused with it). Loading a checkpoint unpickles it: load
-only trusted files. Ctrl-C (or SIGTERM) saves a checkpoint first.
+``--engine batched`` plays all games in lockstep on the batched engine in this process (the
+fastest way to train; ``--opponents learner``: the learner holds every seat, shared-parameter
+self-play). Loading a checkpoint unpickles it: load only trusted files. Ctrl-C (or SIGTERM)
+saves a checkpoint first.
 Exit codes: 0 done, 2 a bad setting or an unusable run/checkpoint, 130 interrupted.
 """
 
@@ -35,7 +37,11 @@ _FLAGS = {
     "--episode": ("episode", str, "game or hand"),
     "--reward": ("reward", str, "penalty (dense, per hand) or win"),
     "--seat": ("seat", int, "the learner's fixed seat (default: drawn per episode)"),
-    "--engine": ("engine", str, "subproc (learner vs opponents) or batched (self-play, all seats)"),
+    "--engine": (
+        "engine",
+        str,
+        "subproc (an env process each) or batched (lockstep games, fastest)",
+    ),
     "--selfplay-batch": ("selfplay_batch", int, "games in lockstep with --engine batched"),
     "--total-steps": ("total_steps", int, "learner decisions in all (resumed steps count)"),
     "--n-envs": ("n_envs", int, "environments, one subprocess each"),
@@ -58,6 +64,7 @@ _FLAGS = {
     "--imitate": ("imitate", str, "warm start: first imitate this agent's play (e.g. planner)"),
     "--imitate-games": ("imitate_games", int, "self-play games of the imitated agent"),
     "--imitate-epochs": ("imitate_epochs", int, "passes over the imitation data"),
+    "--prior": ("prior", str, "residual policy over this heuristic (e.g. planner; batched engine)"),
     "--seed": ("seed", int, "seed of the model, environments and evaluations"),
 }
 _LISTS = {

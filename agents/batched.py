@@ -15,7 +15,10 @@ acting seat's observation row and its legal-action mask. It is fed by
 agent, fast for none: native batched agents are the fast path). ``act_by_seat`` plays a table of
 different agents, one per seat, asking each for the rows where its seat acts.
 ``make_batch_agent(spec)`` builds the batched form of an :func:`agents.base.make` spec
-(``random`` -> ``BatchRandomAgent``; an agent that has ``act_batch``, such as ``ppo``, as it is).
+(``random`` -> ``BatchRandomAgent``; ``greedy`` ->
+:class:`agents.batched_heuristics.BatchGreedyAgent`, numpy over the rows, the same action as
+``Greedy`` row for row; an agent that has ``act_batch``, such as ``ppo``, as it is). The other
+heuristics have no batched form (``has_batch_form``).
 
 Keys: a batch's rows come from whichever games the caller batched together, so a stochastic
 batched agent drawing from one generator gives a game different actions in a different batch.
@@ -192,21 +195,31 @@ def as_batch_agent(agent: Agent | BatchAgent) -> BatchAgent:
 
 def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
     """The batched agent of an :func:`agents.base.make` spec: ``random`` ->
-    :class:`BatchRandomAgent`, an agent with ``act_batch`` (``ppo``) as it is; ``ValueError``
-    for an agent without a batched form (the heuristics) or an unknown spec."""
+    :class:`BatchRandomAgent`, a heuristic of ``agents.batched_heuristics.BATCH_HEURISTICS``
+    (``greedy``) -> its native batched form, an agent with ``act_batch`` (``ppo``) as it is;
+    ``ValueError`` for an agent without a batched form (``shaper``, ``planner``) or an unknown
+    spec."""
+    # Imported here: agents.batched_heuristics imports this module.
+    from agents.batched_heuristics import BATCH_HEURISTICS
+
     if spec == "random":
         return BatchRandomAgent(seed)
+    if spec in BATCH_HEURISTICS:
+        return BATCH_HEURISTICS[spec](seed)
     agent = make(spec, seed)
     if not isinstance(agent, BatchAgent):
         raise ValueError(
-            f"agent {spec!r} has no batched form (act_batch): batched agents are random and ppo"
+            f"agent {spec!r} has no batched form (act_batch): batched agents are random, "
+            f"{', '.join(BATCH_HEURISTICS)} and ppo"
         )
     return agent
 
 
 def has_batch_form(spec: str) -> bool:
     """Whether :func:`make_batch_agent` accepts ``spec`` (``ValueError`` if it is unknown)."""
-    return spec == "random" or isinstance(make(spec), BatchAgent)
+    from agents.batched_heuristics import BATCH_HEURISTICS
+
+    return spec == "random" or spec in BATCH_HEURISTICS or isinstance(make(spec), BatchAgent)
 
 
 __all__ = [

@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from agents.files import write_atomic
 from odin_env.observation import OBS_SIZE
@@ -78,6 +80,45 @@ same value, highest and lowest value / 9."""
 NUM_ACTION_FEATURES = ACTION_FEATURES.shape[1]
 
 
+# -- residual policies over a heuristic's choice ---------------------------------------------------
+
+PRIOR_AT = OBS_SIZE
+"""Column of a prior policy's observation that holds the prior agent's action (after the game
+observation's ``OBS_SIZE`` columns)."""
+PRIOR_WEIGHT = 2.0
+"""Initial logit bonus of the prior's action (a learned parameter afterwards)."""
+
+
+def prior_space() -> spaces.Box:
+    """Observation space of a policy with a prior: the game observation, then the prior's action."""
+    return spaces.Box(0.0, np.inf, (OBS_SIZE + 1,), np.float32)
+
+
+def check_prior(spec: str | None) -> None:
+    """``ValueError`` unless ``spec`` is ``None`` or a hand-written agent's name."""
+    from agents.base import agent_names
+
+    allowed = [name for name in agent_names() if name not in ("random", "ppo")]
+    if spec is not None and spec not in allowed:
+        raise ValueError(f"prior must be one of {', '.join(allowed)}; got {spec!r}")
+
+
+def prior_actions(agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """The prior agent's action for each row of game observations and masks."""
+    return np.array([agent.act(o, m) for o, m in zip(observations, masks)], dtype=np.int64)
+
+
+class GameObservation(BaseFeaturesExtractor):
+    """The game observation part of a prior policy's observation (the prior's action column is
+    read by the policy's head, not by the network)."""
+
+    def __init__(self, observation_space: spaces.Box):
+        super().__init__(observation_space, OBS_SIZE)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return observations[:, :OBS_SIZE]
+
+
 # -- training-time policy -------------------------------------------------------------------------
 
 
@@ -107,8 +148,14 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
     shared action features (see the module docstring). ``forward``, ``evaluate_actions`` (what
     MaskablePPO trains with) and ``get_distribution`` (``predict``) all use the same logits."""
 
-    def __init__(self, *args: Any, action_features: bool = True, **kwargs: Any):
+    def __init__(
+        self, *args: Any, action_features: bool = True, prior: str | None = None, **kwargs: Any
+    ):
+        check_prior(prior)
         self.action_features = action_features
+        self.prior = prior
+        if prior is not None:
+            kwargs.setdefault("features_extractor_class", GameObservation)
         super().__init__(*args, **kwargs)
 
     def _build(self, lr_schedule: Any) -> None:
@@ -121,6 +168,10 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
             th.nn.init.zeros_(self.feature_net.bias)
             features = th.as_tensor(np.array(ACTION_FEATURES))
             self.register_buffer("features", features, persistent=False)
+        if self.prior is not None:
+            # The residual's starting point: the prior's choice is favoured by this many nats.
+            self.prior_weight = th.nn.Parameter(th.tensor(PRIOR_WEIGHT))
+        if self.action_features or self.prior is not None:
             self.optimizer = self.optimizer_class(
                 self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
             )
@@ -128,17 +179,24 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data["action_features"] = self.action_features
+        data["prior"] = self.prior
         return data
 
-    def dense_logits(self, latent_pi: th.Tensor) -> th.Tensor:
-        """Unmasked scores of all 3,634 actions."""
+    def _prior_of(self, obs: th.Tensor) -> th.Tensor:
+        return obs[:, PRIOR_AT].long()
+
+    def dense_logits(self, latent_pi: th.Tensor, obs: th.Tensor | None = None) -> th.Tensor:
+        """Unmasked scores of all 3,634 actions (``obs``: needed by a prior policy)."""
         logits = self.action_net(latent_pi)
         if self.action_features:
             logits = logits + self.feature_net(latent_pi) @ self.features.T
+        if self.prior is not None:
+            bonus = th.nn.functional.one_hot(self._prior_of(obs), NUM_ACTIONS)
+            logits = logits + self.prior_weight * bonus
         return logits
 
     def _legal_log_probs(
-        self, latent_pi: th.Tensor, action_masks: Any
+        self, latent_pi: th.Tensor, action_masks: Any, obs: th.Tensor | None = None
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         masks = th.as_tensor(action_masks, device=latent_pi.device).reshape(-1, NUM_ACTIONS)
         ids, valid = legal_sets(masks)
@@ -150,13 +208,16 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
             logits = logits + th.einsum(
                 "bf,blf->bl", self.feature_net(latent_pi), self.features[ids]
             )
+        if self.prior is not None:
+            chosen = (ids == self._prior_of(obs)[:, None]).to(logits.dtype)
+            logits = logits + self.prior_weight * chosen
         log_probs = th.log_softmax(logits.masked_fill(~valid, float("-inf")), dim=1)
         return ids, valid, log_probs
 
     def get_distribution(self, obs: th.Tensor, action_masks: Any = None) -> Any:
         latent_pi, _ = self._latents(obs)
         distribution = self.action_dist.proba_distribution(
-            action_logits=self.dense_logits(latent_pi)
+            action_logits=self.dense_logits(latent_pi, obs)
         )
         if action_masks is not None:
             distribution.apply_masking(action_masks)
@@ -170,8 +231,10 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
     def forward(
         self, obs: th.Tensor, deterministic: bool = False, action_masks: Any = None
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        if action_masks is None:
+        if action_masks is None and self.prior is None:
             return super().forward(obs, deterministic, action_masks)
+        if action_masks is None:
+            action_masks = th.ones(obs.shape[0], NUM_ACTIONS, dtype=th.bool)
         latent_pi, latent_vf = self._latents(obs)
         values = self.value_net(latent_vf)
         # Rollouts score a handful of observations without gradients: there the dense logits
@@ -181,7 +244,7 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
             raise ValueError(
                 "an action mask has no legal action: the policy was asked to act after the end"
             )
-        logits = self.dense_logits(latent_pi).masked_fill(~masks, float("-inf"))
+        logits = self.dense_logits(latent_pi, obs).masked_fill(~masks, float("-inf"))
         log_probs = th.log_softmax(logits, dim=1)
         if deterministic:
             actions = log_probs.argmax(1)
@@ -195,11 +258,13 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
     def evaluate_actions(
         self, obs: th.Tensor, actions: th.Tensor, action_masks: Any = None
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        if action_masks is None:
+        if action_masks is None and self.prior is None:
             return super().evaluate_actions(obs, actions, action_masks)
+        if action_masks is None:
+            action_masks = th.ones(obs.shape[0], NUM_ACTIONS, dtype=th.bool)
         latent_pi, latent_vf = self._latents(obs)
         values = self.value_net(latent_vf)
-        ids, valid, log_probs = self._legal_log_probs(latent_pi, action_masks)
+        ids, valid, log_probs = self._legal_log_probs(latent_pi, action_masks, obs)
         hit = (ids == actions.long().reshape(-1, 1)) & valid
         if not bool(hit.any(1).all()):
             raise ValueError("an action in the batch is not legal under its mask")
@@ -233,6 +298,8 @@ class NumpyPolicy:
         seed: int | None = None,
         name: str = "ppo",
         features: tuple[np.ndarray, np.ndarray] | None = None,
+        prior: str | None = None,
+        prior_weight: float = PRIOR_WEIGHT,
     ):
         if activation not in _ACTIVATIONS:
             raise ValueError(
@@ -246,6 +313,14 @@ class NumpyPolicy:
             self.features = (fw, fb)
             w, b = self.layers[-1]
             self.layers[-1] = (w + ACTION_FEATURES @ fw, b + ACTION_FEATURES @ fb)
+        check_prior(prior)
+        self.prior = prior
+        self.prior_weight = float(prior_weight)
+        self._prior_agent = None
+        if prior is not None:
+            from agents.base import make
+
+            self._prior_agent = make(prior)
         self.activation = activation
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)
@@ -276,12 +351,15 @@ class NumpyPolicy:
         layers.append((arr("action_net.weight"), arr("action_net.bias")))
         if "feature_net.weight" in state:
             kwargs["features"] = (arr("feature_net.weight"), arr("feature_net.bias"))
+        if "prior_weight" in state:
+            kwargs["prior_weight"] = float(arr("prior_weight"))
         return cls(layers, activation, **kwargs)
 
     @classmethod
     def from_policy(cls, policy: MaskableActorCriticPolicy, **kwargs: Any) -> NumpyPolicy:
         """A frozen copy of a live torch policy (a snapshot of the learner)."""
         activation = policy.activation_fn.__name__
+        kwargs.setdefault("prior", getattr(policy, "prior", None))
         return cls.from_state_dict(policy.state_dict(), activation, **kwargs)
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
@@ -299,11 +377,16 @@ class NumpyPolicy:
             self.rng = np.random.default_rng(seed)
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        """One legal action per row of a batch of observations and masks."""
+        """One legal action per row of a batch of (game) observations and masks."""
         masks = np.asarray(action_masks).astype(bool, copy=False).reshape(-1, NUM_ACTIONS)
         if not masks.any(1).all():
             raise ValueError("an action mask has no legal action: this agent is not the one to act")
-        scores = np.where(masks, self.logits(np.reshape(observations, (-1, OBS_SIZE))), -np.inf)
+        observations = np.reshape(observations, (-1, OBS_SIZE))
+        logits = self.logits(observations)
+        if self._prior_agent is not None:
+            chosen = prior_actions(self._prior_agent, observations, action_masks)
+            logits[np.arange(len(chosen)), chosen] += self.prior_weight
+        scores = np.where(masks, logits, -np.inf)
         if self.deterministic:
             return scores.argmax(1)
         # Gumbel-max: a sample from the softmax over the legal actions, one generator call.
@@ -344,7 +427,9 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     obs_space, act_space = data.get("observation_space"), data.get("action_space")
     obs_shape = getattr(obs_space, "shape", None)
     n_actions = getattr(act_space, "n", None)
-    if obs_shape != (OBS_SIZE,) or n_actions != NUM_ACTIONS or "action_net.weight" not in state:
+    prior = (data.get("policy_kwargs") or {}).get("prior")
+    expected = (OBS_SIZE + (prior is not None),)
+    if obs_shape != expected or n_actions != NUM_ACTIONS or "action_net.weight" not in state:
         raise ValueError(
             f"incompatible PPO model {path}: observations {obs_shape}, actions {n_actions}; "
             f"Odin needs ({OBS_SIZE},) and {NUM_ACTIONS} (was it trained on this version?)"
@@ -372,7 +457,12 @@ class PPOAgent(NumpyPolicy):
         data, state = read_model(path)
         try:
             return cls.from_state_dict(
-                state, _activation_name(data), deterministic=deterministic, seed=seed, name="ppo"
+                state,
+                _activation_name(data),
+                deterministic=deterministic,
+                seed=seed,
+                name="ppo",
+                prior=(data.get("policy_kwargs") or {}).get("prior"),
             )
         except (KeyError, ValueError) as error:
             raise ValueError(f"incompatible PPO model {path}: {error}") from None

@@ -1,11 +1,16 @@
-"""Shared-parameter self-play PPO on the batched engine: every seat of every game is the learner.
+"""PPO on the batched engine: shared-parameter self-play (every seat of every game is the
+learner), or the learner against opponents drawn from a pool (:class:`agents.pool.OpponentPool`).
 
 A VecEnv cannot express this (one VecEnv slot is one agent, and here the seat that acts changes
-from step to step), so :class:`SelfPlayCollector` is its own rollout collector for sb3-contrib's
-``MaskablePPO``. Each engine step takes the pending decision of all B games of a
-:class:`odin_env.batched.BatchedGames` (row ``i`` belongs to seat ``seat[i]`` of game ``i``), runs
-the policy once on the whole batch (actions, values and log-probabilities under the mask), steps
-the engine, and files each decision in the trajectory of its (game, seat).
+from step to step, in lockstep over all games), so :class:`SelfPlayCollector` is its own rollout
+collector for sb3-contrib's ``MaskablePPO``. Each engine step takes the pending decision of all B
+games of a :class:`odin_env.batched.BatchedGames` (row ``i`` belongs to seat ``seat[i]`` of game
+``i``), runs the policy once on the rows of the learner's seats (actions, values and
+log-probabilities under the mask) and each opponent agent once on the rows of its seats, steps
+the engine, and files each learner decision in the trajectory of its (game, seat). Against
+opponents this is the single-seat training of :class:`odin_env.single_agent.SingleAgentEnv`
+(same pool kinds and draws, the learner paid its own rewards), without a process per env and
+with the batched opponents (``random``, ``greedy``, PPO snapshots) asked once per step.
 
 Rewards: a decision's reward is everything its seat was paid from that decision (included) until
 that seat's next decision, or until the episode's end. An episode's end closes the trajectory of
@@ -48,6 +53,9 @@ import torch as th
 from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
 from stable_baselines3.common.logger import Logger
 
+from agents.base import make
+from agents.pool import LEARNER, OpponentPool
+from agents.ppo import prior_actions
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS, Config
@@ -118,7 +126,21 @@ class FinishedEpisode:
     totals: np.ndarray
     """Each seat's penalty total."""
     decisions: int
-    """Decisions the policy took in it (all seats)."""
+    """Decisions the learner took in it (every seat's, in self-play)."""
+    kind: str = "learner"
+    """Who held the other seats: an opponent kind of the pool, or ``learner`` (self-play)."""
+    learners: np.ndarray | None = None
+    """``(players,)`` bool: the seats the learner held."""
+    winners: np.ndarray | None = None
+    """``(players,)`` bool: the seats on the lowest total (ties share the win)."""
+
+    def learner_results(self) -> list[tuple[float, float]]:
+        """``(win share, penalty total)`` of each seat the learner held."""
+        share = 1.0 / max(int(self.winners.sum()), 1)
+        return [
+            (share if self.winners[s] else 0.0, float(self.totals[s]))
+            for s in np.flatnonzero(self.learners).tolist()
+        ]
 
 
 @dataclass
@@ -127,7 +149,8 @@ class Rollout:
     order they were taken (carried-in decisions first)."""
 
     obs: np.ndarray
-    """``(N, OBS_SIZE)`` float32: the acting seat's observation."""
+    """``(N, OBS_SIZE)`` float32: the acting seat's observation (and the prior's action, for a
+    prior policy: ``(N, OBS_SIZE + 1)``)."""
     masks: np.ndarray
     """``(N, 3634)`` int8: its legal actions."""
     actions: np.ndarray
@@ -157,7 +180,7 @@ class Rollout:
     episodes: list[FinishedEpisode] = field(default_factory=list)
     """Episodes that ended during the rollout."""
     collected: int = 0
-    """Decisions taken during this rollout (engine steps x batch)."""
+    """Learner decisions taken during this rollout (engine steps x batch in self-play)."""
     carried: int = 0
     """Open decisions left for the next rollout."""
     dropped_reward: float = 0.0
@@ -168,33 +191,71 @@ class Rollout:
 
 
 class SelfPlayCollector:
-    """Collects self-play rollouts of ``model``'s policy playing every seat of ``games``.
+    """Collects rollouts of ``model``'s policy on ``games``: in every seat (self-play), or in the
+    seats an :class:`agents.pool.OpponentPool` gives it, the opponents playing the others.
 
     The collector owns the games and the open decisions carried between rollouts (see the module
     docstring); use one collector for the whole run. ``model``: a ``MaskablePPO`` whose
-    observation space is ``Box(OBS_SIZE)`` and action space ``Discrete(3634)``.
+    observation space is ``Box(OBS_SIZE)`` and action space ``Discrete(3634)``. ``pool``:
+    ``None`` for pure self-play; otherwise each episode of each game draws its opponent kind and
+    learner seat from it, the opponents' decisions are taken by their agents in the same engine
+    step and only the learner's decisions are collected.
     """
 
-    def __init__(self, model: Any, games: BatchedGames):
+    def __init__(self, model: Any, games: BatchedGames, pool: OpponentPool | None = None):
         space = model.observation_space
-        if getattr(space, "shape", None) != (OBS_SIZE,) or model.action_space.n != NUM_ACTIONS:
+        prior = getattr(model.policy, "prior", None)
+        width = OBS_SIZE + (prior is not None)
+        if getattr(space, "shape", None) != (width,) or model.action_space.n != NUM_ACTIONS:
             raise ValueError(
-                f"the model must read ({OBS_SIZE},) observations and score {NUM_ACTIONS} actions; "
+                f"the model must read ({width},) observations and score {NUM_ACTIONS} actions; "
                 f"got {getattr(space, 'shape', None)} and {getattr(model.action_space, 'n', None)}"
             )
         if not games.auto_forced:
             raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
+        if pool is not None and pool.players != games.config.players:
+            raise ValueError(
+                f"the pool seats {pool.players} players, the games {games.config.players}"
+            )
         self.model = model
         self.games = games
+        self.pool = pool
+        self.width = width
+        # A prior policy reads its heuristic's choice beside the game observation.
+        self._prior = None if prior is None else make(prior)
         batch, players = games.batch, games.config.players
         # Row of each (game, seat)'s open decision in the carried arrays, -1 when none.
         self._open = np.full((batch, players), -1, dtype=np.int64)
         self._carry: dict[str, np.ndarray] = {}
         self._episode = np.zeros(batch, dtype=np.int64)
         self._episode_decisions = np.zeros(batch, dtype=np.int64)
+        # Per game: the episode's opponent kind and each seat's agent (None: the learner).
+        self._kind = [LEARNER] * batch
+        self._table = np.full((batch, players), None, dtype=object)
+        self._learns = np.ones((batch, players), dtype=np.bool_)
+        if pool is not None:
+            for i in range(batch):
+                self._draw(i)
+
+    def _draw(self, game: int) -> None:
+        kind, table = self.pool.draw()
+        self._kind[game] = kind
+        self._table[game] = table
+        self._learns[game] = [agent is None for agent in table]
+
+    def _opponent_actions(self, rows: np.ndarray, seats: np.ndarray, out: np.ndarray) -> None:
+        """Fill ``out[rows]`` with the actions of the opponents seated there, one call per agent."""
+        games = self.games
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for row, agent in zip(rows.tolist(), self._table[rows, seats[rows]].tolist()):
+            groups.setdefault(id(agent), (agent, []))[1].append(row)
+        for agent, members in groups.values():
+            picked = np.asarray(members)
+            out[picked] = agent.act_batch(games.obs[picked], games.mask[picked])
 
     def collect(self, n_decisions: int) -> Rollout:
-        """Play ``n_decisions // B`` engine steps (``n_decisions``: a positive multiple of the
+        """Play engine steps until the learner took at least ``n_decisions`` decisions (with
+        pure self-play: ``n_decisions // B`` steps; ``n_decisions`` a positive multiple of the
         batch) and return the decisions closed by then, with advantages and returns."""
         games, batch = self.games, self.games.batch
         if (
@@ -206,11 +267,10 @@ class SelfPlayCollector:
             raise ValueError(
                 f"n_decisions must be a positive multiple of the batch ({batch}); got {n_decisions}"
             )
-        steps = int(n_decisions) // batch
         carried = len(self._carry.get("actions", ()))
-        size = carried + steps * batch
+        size = carried + int(n_decisions) + batch
         store = {
-            "obs": np.empty((size, OBS_SIZE), dtype=np.float32),
+            "obs": np.empty((size, self.width), dtype=np.float32),
             "masks": np.empty((size, NUM_ACTIONS), dtype=np.int8),
             "actions": np.empty(size, dtype=np.int64),
             "values": np.empty(size, dtype=np.float32),
@@ -228,35 +288,48 @@ class SelfPlayCollector:
         finished: list[FinishedEpisode] = []
         dropped = 0.0
         slots = np.arange(batch)
+        acts = np.empty(batch, dtype=np.int64)
         policy = self.model.policy
         policy.set_training_mode(False)
-        for step in range(steps):
-            rows = carried + step * batch + slots
+        filled = carried
+        while filled - carried < n_decisions:
             seats = games.seat
-            previous = open_rows[slots, seats]
-            linked = previous >= 0
-            successor[previous[linked]] = rows[linked]
-            open_rows[slots, seats] = rows
-            store["obs"][rows] = games.obs
-            store["masks"][rows] = games.mask
-            store["game"][rows] = slots
-            store["seat"][rows] = seats
-            store["episode"][rows] = self._episode
-            with th.no_grad():
-                actions, values, log_probs = policy.forward(
-                    th.as_tensor(games.obs), action_masks=th.as_tensor(games.mask)
-                )
-            acts = actions.numpy().astype(np.int64)
-            store["actions"][rows] = acts
-            store["values"][rows] = values.numpy().reshape(-1)
-            store["log_probs"][rows] = log_probs.numpy().reshape(-1)
-            self._episode_decisions += 1
+            learns = self._learns[slots, seats]
+            mine = slots[learns]
+            if mine.size < batch:
+                self._opponent_actions(slots[~learns], seats, acts)
+            if mine.size:
+                rows = filled + np.arange(mine.size)
+                filled += mine.size
+                mine_seats = seats[mine]
+                previous = open_rows[mine, mine_seats]
+                linked = previous >= 0
+                successor[previous[linked]] = rows[linked]
+                open_rows[mine, mine_seats] = rows
+                obs, mask = games.obs[mine], games.mask[mine]
+                if self._prior is not None:
+                    chosen = prior_actions(self._prior, obs, mask)
+                    obs = np.concatenate([obs, chosen[:, None].astype(np.float32)], axis=1)
+                store["obs"][rows] = obs
+                store["masks"][rows] = mask
+                store["game"][rows] = mine
+                store["seat"][rows] = mine_seats
+                store["episode"][rows] = self._episode[mine]
+                with th.no_grad():
+                    actions, values, log_probs = policy.forward(
+                        th.as_tensor(obs), action_masks=th.as_tensor(mask)
+                    )
+                acts[mine] = actions.numpy()
+                store["actions"][rows] = acts[mine]
+                store["values"][rows] = values.numpy().reshape(-1)
+                store["log_probs"][rows] = log_probs.numpy().reshape(-1)
+                self._episode_decisions[mine] += 1
             games.step(acts)
             paid = games.rewards
             owned = open_rows >= 0
             # Each (game, seat) has at most one open row, so the scatter-add has no repeats.
             store["rewards"][open_rows[owned]] += paid[owned]
-            dropped += float(np.abs(paid[~owned]).sum())
+            dropped += float(np.abs(paid[~owned & self._learns]).sum())
             if games.done.any():
                 for i in np.flatnonzero(games.done).tolist():
                     ended = open_rows[i][open_rows[i] >= 0]
@@ -268,19 +341,26 @@ class SelfPlayCollector:
                             int(self._episode[i]),
                             games.final_totals[i].copy(),
                             int(self._episode_decisions[i]),
+                            self._kind[i],
+                            self._learns[i].copy(),
+                            games.winners[i].copy(),
                         )
                     )
                     self._episode[i] += 1
                     self._episode_decisions[i] = 0
+                    if self.pool is not None:
+                        self._draw(i)
+        store = {name: values[:filled] for name, values in store.items()}
+        terminal, successor = terminal[:filled], successor[:filled]
         pending = open_rows[open_rows >= 0]
-        keep = np.ones(size, dtype=np.bool_)
+        keep = np.ones(filled, dtype=np.bool_)
         keep[pending] = False
         # Carry the open decisions to the front of the next rollout.
         self._carry = {name: values[pending].copy() for name, values in store.items()}
-        moved = np.full(size, -1, dtype=np.int64)
+        moved = np.full(filled, -1, dtype=np.int64)
         moved[pending] = np.arange(len(pending))
         open_rows[open_rows >= 0] = moved[open_rows[open_rows >= 0]]
-        return self._finish(store, terminal, successor, keep, finished, steps * batch, dropped)
+        return self._finish(store, terminal, successor, keep, finished, filled - carried, dropped)
 
     def _finish(
         self,
@@ -389,6 +469,27 @@ def train_on_rollout(model: Any, rollout: Rollout) -> None:
     model.num_timesteps += len(rollout)
 
 
+def episode_summary(episodes: list[FinishedEpisode]) -> dict[str, float]:
+    """TensorBoard figures of finished episodes: ``charts/episode_length``,
+    ``selfplay/mean_penalty`` over the self-play games (every seat's total), and
+    ``opponents/<kind>/win_rate`` and ``mean_penalty`` of the learner against each kind."""
+    if not episodes:
+        return {}
+    out = {"charts/episode_length": float(np.mean([e.decisions for e in episodes]))}
+    selfplay = [e.totals for e in episodes if e.kind == LEARNER]
+    if selfplay:
+        out["selfplay/mean_penalty"] = float(np.mean(selfplay))
+    results: dict[str, list[tuple[float, float]]] = {}
+    for e in episodes:
+        if e.kind != LEARNER:
+            results.setdefault(e.kind, []).extend(e.learner_results())
+    for kind, pairs in results.items():
+        wins, penalties = zip(*pairs)
+        out[f"opponents/{kind}/win_rate"] = float(np.mean(wins))
+        out[f"opponents/{kind}/mean_penalty"] = float(np.mean(penalties))
+    return out
+
+
 @dataclass
 class SelfPlayStats:
     """What :func:`train_selfplay` measured."""
@@ -402,7 +503,7 @@ class SelfPlayStats:
     episodes: int = 0
     """Episodes finished."""
     history: list[dict[str, float]] = field(default_factory=list)
-    """Per rollout: step, decisions, steps_per_s, mean_penalty, episode_length."""
+    """Per rollout: step, decisions, steps_per_s and :func:`episode_summary`'s figures."""
 
     @property
     def steps_per_s(self) -> float:
@@ -419,6 +520,7 @@ def train_selfplay(
     seed: int | None = 0,
     callback: Callable[[Any, Rollout], bool | None] | None = None,
     progress: bool = True,
+    pool: OpponentPool | None = None,
 ) -> SelfPlayStats:
     """Train ``model`` by self-play on ``batch`` games of ``config`` until
     ``model.num_timesteps`` reaches ``total_decisions`` (so a resumed model continues).
@@ -428,8 +530,11 @@ def train_selfplay(
     ``batch``). ``seed``: seeds the deals (``BatchedGames``), torch's action draws and SB3's
     minibatch order (``model.set_random_seed``); ``None`` leaves them unseeded. ``callback(model,
     rollout)`` runs after each update (checkpoints, evaluations, snapshots); returning ``False``
-    stops training. Logs ``charts/steps_per_s``, ``selfplay/mean_penalty`` and
-    ``selfplay/episode_length`` to ``model.logger`` and dumps it after each update.
+    stops training. ``pool``: the learner plays the seats it draws against its opponents (see
+    :class:`SelfPlayCollector`); ``None``: every seat. Logs ``charts/steps_per_s``,
+    ``charts/episode_length`` (learner decisions per episode), ``selfplay/mean_penalty`` (games
+    the learner held every seat) and ``opponents/<kind>/win_rate`` and ``mean_penalty`` (the
+    learner's, against each opponent kind) to ``model.logger`` and dumps it after each update.
     """
     from tqdm import tqdm
 
@@ -444,7 +549,7 @@ def train_selfplay(
     if seed is not None:
         model.set_random_seed(seed)
     games = BatchedGames(config, batch, seed=seed)
-    collector = SelfPlayCollector(model, games)
+    collector = SelfPlayCollector(model, games, pool)
     per_rollout = -(-int(rollout_decisions) // games.batch) * games.batch
     stats = SelfPlayStats()
     start = model.num_timesteps
@@ -480,15 +585,12 @@ def train_selfplay(
                 "decisions": float(len(rollout)),
                 "steps_per_s": len(rollout) / max(now - began, 1e-9),
             }
-            if rollout.episodes:
-                entry["mean_penalty"] = float(np.mean([e.totals for e in rollout.episodes]))
-                entry["episode_length"] = float(np.mean([e.decisions for e in rollout.episodes]))
+            entry.update(episode_summary(rollout.episodes))
             stats.history.append(entry)
             logger = model.logger
-            logger.record("charts/steps_per_s", entry["steps_per_s"])
-            for key in ("mean_penalty", "episode_length"):
-                if key in entry:
-                    logger.record(f"selfplay/{key}", entry[key])
+            for key, value in entry.items():
+                if "/" in key or key == "steps_per_s":
+                    logger.record(key if "/" in key else f"charts/{key}", value)
             logger.dump(step=model.num_timesteps)
             bar.update(len(rollout))
             rate = (model.num_timesteps - start) / max(now - clock, 1e-9)
@@ -502,5 +604,6 @@ def train_selfplay(
 
 __all__ = [
     "DEFAULT_BATCH", "FinishedEpisode", "Rollout", "SelfPlayCollector", "SelfPlayStats",
-    "fill_buffer", "gae", "minibatch_size", "train_on_rollout", "train_selfplay",
+    "episode_summary", "fill_buffer", "gae", "minibatch_size", "train_on_rollout",
+    "train_selfplay",
 ]  # fmt: skip

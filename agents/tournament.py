@@ -15,8 +15,8 @@ reseeded per game with ``agent_seed``. ``batched`` plays up to ``batch`` games a
 ``Game(config, seed=deal_seed(seed, d))``; a slot whose game ends is given the next game of
 the list), and asks each agent once per step for the rows where it acts (``act_batch``). It
 needs every agent in a batched form (:func:`agents.batched.make_batch_agent`: ``random``,
-``ppo``); ``auto``, the default, picks it exactly then. A deterministic agent plays the same
-games on both engines. A stochastic one draws differently on each, but the batched random
+``greedy``, ``ppo``); ``auto``, the default, picks it exactly then. A deterministic agent plays
+the same games on both engines. A stochastic one draws differently on each, but the batched random
 agent draws each decision from a key made of the deal seed, rotation, seat and decision number,
 so that on either engine the games do not depend on the batch size or the worker count.
 
@@ -271,7 +271,7 @@ def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -
     if engine == "batched" and not all(batchable):
         single = sorted({name for name, ok in zip(names, batchable) if not ok})
         raise ValueError(
-            f"engine 'batched' needs agents with a batched form (act_batch: random, ppo); "
+            f"engine 'batched' needs agents with a batched form (act_batch: random, greedy, ppo); "
             f"none for {', '.join(single)}: use engine 'single' or 'auto'"
         )
     return engine == "batched" or (engine == "auto" and all(batchable))

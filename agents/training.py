@@ -3,17 +3,19 @@ shared-parameter self-play on the batched engine.
 
 Two engines collect the experience (``engine``):
 
-- ``subproc`` (default): ``n_envs`` subprocesses of ``SingleAgentEnv``; the learner holds one
-  seat and the ``opponents`` play the others inside each step.
-- ``batched``: :func:`agents.selfplay.train_selfplay` on ``selfplay_batch`` games of
-  :class:`odin_env.batched.BatchedGames` in the main process; every seat of every game is the
-  learner, so every decision is a training sample (``opponents`` and ``seat`` have no meaning
-  and are refused). Each update trains on ``n_steps x n_envs`` collected decisions (rounded up to
-  a multiple of ``selfplay_batch``); the step counter counts the decisions trained on, and
-  training stops after the update that reaches ``total_steps`` (it may pass it by one rollout).
-  Run directory, checkpoints, evaluations and resume are the same as with ``subproc``;
-  TensorBoard gets ``selfplay/mean_penalty`` and ``selfplay/episode_length`` instead of
-  ``opponents/...``.
+- ``subproc``: ``n_envs`` subprocesses of ``SingleAgentEnv``; the learner holds one seat and the
+  ``opponents`` play the others inside each step.
+- ``batched`` (default): :func:`agents.selfplay.train_selfplay` on ``selfplay_batch`` games of
+  :class:`odin_env.batched.BatchedGames` in the main process, all games in lockstep. The learner
+  holds one seat per game against the same opponent pool (:class:`agents.pool.OpponentPool`;
+  ``random``, ``greedy`` and PPO snapshots play batched, the other heuristics game by game), or
+  every seat in the games that draw the kind ``learner`` (shared-parameter self-play: every
+  decision is a training sample; ``--opponents learner`` alone is pure self-play). Each update
+  trains on at least ``n_steps x n_envs`` learner decisions (rounded up to a multiple of
+  ``selfplay_batch``); the step counter counts the decisions trained on, and training stops after
+  the update that reaches ``total_steps`` (it may pass it by one rollout). Run directory,
+  checkpoints, evaluations and resume are the same as with ``subproc``; TensorBoard also gets
+  ``selfplay/mean_penalty`` for the self-play games.
 
 One run lives in ``runs/NAME/``:
 
@@ -27,7 +29,7 @@ One run lives in ``runs/NAME/``:
 ``imitation.zip``      with ``imitate``: the policy after the warm start, before any PPO step
 ``evaluations.jsonl``  one line per evaluation: step, win rate and 95% interval per opponent
 ``tb/``                TensorBoard: ``opponents/<kind>/win_rate`` and ``mean_penalty``
-                       (``selfplay/...`` with the batched engine), ``charts/episode_length``,
+                       (and ``selfplay/mean_penalty``), ``charts/episode_length``,
                        ``charts/steps_per_s``, ``eval/<agent>/...``, and SB3's ``train/``
                        (entropy, losses, KL, clip fraction)
 =====================  =======================================================================
@@ -64,6 +66,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
@@ -71,9 +74,17 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 
 from agents.files import write_atomic
-from agents.ppo import LegalSetPolicy, NumpyPolicy, save_policy_only
+from agents.pool import LEARNER, OpponentPool
+from agents.ppo import (
+    LegalSetPolicy,
+    NumpyPolicy,
+    check_prior,
+    prior_actions,
+    prior_space,
+    save_policy_only,
+)
 from odin_env.rules import NUM_ACTIONS, Config
-from odin_env.single_agent import SELF, SingleAgentEnv
+from odin_env.single_agent import SELF, SingleAgentEnv, check_spec
 
 CHECKPOINT = "checkpoint.zip"
 BEST = "best.zip"
@@ -110,11 +121,11 @@ class TrainConfig:
     seat: int | None = None
     """The learner's seat; None draws it per episode."""
     opponents: list[str] = field(default_factory=lambda: ["greedy"])
-    """Opponent pool: agent specs and/or ``self``; one kind is drawn per episode (``subproc``
-    engine only: with ``batched`` every seat is the learner)."""
-    engine: str = "subproc"
-    """How experience is collected: ``subproc`` (one learner seat per env, opponents from the
-    pool) or ``batched`` (self-play on the batched engine, every seat learns)."""
+    """Opponent pool: agent specs, ``self`` (snapshots) and, with the ``batched`` engine,
+    ``learner`` (the learner holds every seat); one kind is drawn per episode."""
+    engine: str = "batched"
+    """How experience is collected: ``batched`` (all games in lockstep on the batched engine, in
+    the main process: the fastest) or ``subproc`` (one learner seat per env process)."""
     selfplay_batch: int = 256
     """Games in lockstep with the ``batched`` engine."""
     total_steps: int = 2_000_000
@@ -163,6 +174,10 @@ class TrainConfig:
     """Start from the weights of this model ``.zip`` (a curriculum: e.g. greedy first)."""
     imitate: str | None = None
     """Warm start: before PPO, fit the policy (and value) to this agent's play (e.g. planner)."""
+    prior: str | None = None
+    """A residual policy over this heuristic (``batched`` engine): the policy adds a learned
+    bonus to the heuristic's choice at every decision, so it starts as that heuristic and learns
+    where to depart from it (see :mod:`agents.ppo`)."""
     imitate_games: int = 1000
     """Games of the imitated agent against itself used for the warm start."""
     imitate_epochs: int = 4
@@ -201,19 +216,22 @@ class TrainConfig:
             raise ValueError("imitate_games and imitate_epochs must be positive integers")
         if not self.opponents:
             raise ValueError("opponents must name at least one agent spec or 'self'")
-        if self.engine == "batched":
-            # Every seat is the learner: an opponent pool or a fixed seat would silently not
-            # apply, so refuse them rather than store a misleading config.json.
-            if self.opponents != TrainConfig().opponents:
-                raise ValueError(
-                    "opponents has no meaning with engine 'batched' (every seat is the learner, "
-                    f"in self-play); leave it at its default; got {self.opponents}"
-                )
-            if self.seat is not None:
-                raise ValueError(
-                    "seat has no meaning with engine 'batched' (every seat is the learner); "
-                    f"leave it unset; got {self.seat}"
-                )
+        check_prior(self.prior)
+        if self.prior is not None and self.engine != "batched":
+            raise ValueError(f"prior needs engine 'batched'; got engine {self.engine!r}")
+        for kind in self.opponents:
+            if kind not in (SELF, LEARNER):
+                check_spec(kind)
+        if LEARNER in self.opponents and self.engine != "batched":
+            raise ValueError(
+                f"opponent {LEARNER!r} (the learner in every seat) needs engine 'batched'; "
+                f"got engine {self.engine!r}"
+            )
+        if self.opponents == [LEARNER] and self.seat is not None:
+            raise ValueError(
+                f"seat has no meaning with opponents ['{LEARNER}'] (every seat is the learner); "
+                f"leave it unset; got {self.seat}"
+            )
         if not self.name or "/" in self.name or self.name in (".", ".."):
             raise ValueError(f"name must be a plain directory name; got {self.name!r}")
 
@@ -313,6 +331,7 @@ def build_model(config: TrainConfig, env: VecEnv, tensorboard: bool = True) -> A
         policy_kwargs={
             "net_arch": {"pi": list(config.net_pi), "vf": list(config.net_vf)},
             "activation_fn": th.nn.ReLU,
+            **({"prior": config.prior} if config.prior else {}),
         },
         seed=config.seed,
         device="cpu",
@@ -474,11 +493,17 @@ def evaluate(
 
 
 def collect_demonstrations(
-    teacher: str, game_config: Config, games: int, seed: int, gamma: float
+    teacher: str,
+    game_config: Config,
+    games: int,
+    seed: int,
+    gamma: float,
+    prior: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Every real decision of ``teacher`` playing all seats: observations, packed masks,
     actions, and each seat's discounted return from that decision on (the rewards the
-    single-agent env would pay that seat, so the critic starts calibrated)."""
+    single-agent env would pay that seat, so the critic starts calibrated). ``prior``: each
+    observation also holds that agent's action (the input of a prior policy)."""
     from tqdm import tqdm
 
     from agents.base import make
@@ -487,6 +512,7 @@ def collect_demonstrations(
 
     n = game_config.players
     agents = [make(teacher, seed=seed + s) for s in range(n)]
+    prior_agent = None if prior is None or prior == teacher else make(prior)
     obs, masks, actions, returns = [], [], [], []
     rng = np.random.default_rng(seed)
     for _ in tqdm(range(games), desc=f"imitate {teacher}", unit="game", mininterval=2.0):
@@ -500,6 +526,9 @@ def collect_demonstrations(
             seat = game.current
             o, m = observe(game, seat), game.legal_mask()
             a = agents[seat].act(o, m)
+            if prior is not None:
+                p = a if prior_agent is None else prior_actions(prior_agent, o[None], m[None])[0]
+                o = np.append(o, np.float32(p))
             rows[seat].append(len(obs))
             paid[seat].append(0.0)
             obs.append(o)
@@ -532,7 +561,12 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     """Fit ``model``'s policy to ``config.imitate``'s choices (cross-entropy over the legal
     actions) and its value to the returns seen (MSE); return the final losses."""
     data = collect_demonstrations(
-        config.imitate, config.game_config(), config.imitate_games, config.seed, config.gamma
+        config.imitate,
+        config.game_config(),
+        config.imitate_games,
+        config.seed,
+        config.gamma,
+        config.prior,
     )
     policy = model.policy
     size = len(data["actions"])
@@ -586,6 +620,8 @@ class _RunCallback(BaseCallback):
         self.latest_eval = "-"
         self.last_checkpoint = self.last_eval = 0
         self.clock = (time.perf_counter(), 0)
+        self.pool: OpponentPool | None = None
+        """The batched engine's opponent pool, which also receives the snapshots."""
 
     def _on_training_start(self) -> None:
         from tqdm import tqdm
@@ -609,6 +645,8 @@ class _RunCallback(BaseCallback):
             self._snapshot()
         elif self.state.snapshots:
             self.venv.env_method("set_snapshots", self.state.snapshots)
+            if self.pool is not None:
+                self.pool.set_snapshots(self.state.snapshots)
 
     def _on_step(self) -> bool:
         self.running += 1
@@ -668,6 +706,8 @@ class _RunCallback(BaseCallback):
         self.state.snapshots = [*self.state.snapshots, snap][-self.config.max_snapshots :]
         self.state.last_snapshot = self.model.num_timesteps
         self.venv.env_method("add_snapshot", snap)
+        if self.pool is not None:
+            self.pool.set_snapshots(self.state.snapshots)
 
     def run_evaluation(self) -> None:
         """Evaluate the current policy against each evaluation opponent; keep ``best.zip``."""
@@ -757,7 +797,15 @@ def spaces_env(config: TrainConfig) -> DummyVecEnv:
     """One in-process ``SingleAgentEnv`` of the run's game: it gives the batched engine's model
     its observation and action spaces (and a loaded checkpoint its env); it is never stepped."""
     game = {name: getattr(config, name) for name in GAME_FIELDS}
-    return DummyVecEnv([lambda: SingleAgentEnv(**game)])
+
+    def make() -> gym.Env:
+        env = SingleAgentEnv(**game)
+        if config.prior is not None:
+            # The policy also reads the prior's action: only the space changes (never stepped).
+            env = gym.wrappers.TransformObservation(env, lambda o: o, prior_space())
+        return env
+
+    return DummyVecEnv([make])
 
 
 def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> None:
@@ -765,6 +813,12 @@ def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> 
     bookkeeping after each update, as it does at each rollout's end with ``model.learn``."""
     from agents.selfplay import train_selfplay
 
+    pool = None
+    if config.opponents != [LEARNER]:
+        pool = OpponentPool(
+            config.opponents, config.players, config.seat, config.seed + 2 + model.num_timesteps
+        )
+    callback.pool = pool
     callback.init_callback(model)
     callback.on_training_start({}, {})
     train_selfplay(
@@ -777,6 +831,7 @@ def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> 
         seed=config.seed + 1 + model.num_timesteps,
         callback=callback.on_selfplay_update,
         progress=False,  # the callback's bar, which also shows the latest evaluation
+        pool=pool,
     )
 
 

@@ -96,7 +96,7 @@ class SingleAgentEnv(gym.Env):
         self.opponents = [str(kind) for kind in opponents]
         for kind in self.opponents:
             if kind != SELF:
-                _check_spec(kind)
+                check_spec(kind)
         if seat is not None and (
             isinstance(seat, bool)
             or not isinstance(seat, (int, np.integer))
@@ -251,7 +251,7 @@ class SingleAgentEnv(gym.Env):
         }
 
 
-def _check_spec(spec: str) -> None:
+def check_spec(spec: str) -> None:
     """Fail early on an opponent spec ``agents.make`` would refuse (without loading a model)."""
     from agents.base import agent_names
 
@@ -263,4 +263,4 @@ def _check_spec(spec: str) -> None:
     )
 
 
-__all__ = ["SingleAgentEnv", "SELF", "ILLEGAL_REWARD", "ILLEGAL_MODES", "Policy"]
+__all__ = ["SingleAgentEnv", "SELF", "check_spec", "ILLEGAL_REWARD", "ILLEGAL_MODES", "Policy"]

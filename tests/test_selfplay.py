@@ -10,7 +10,15 @@ import pytest
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from agents.selfplay import SelfPlayCollector, gae, train_on_rollout, train_selfplay
+from agents.pool import LEARNER, OpponentPool
+from agents.selfplay import (
+    FinishedEpisode,
+    SelfPlayCollector,
+    episode_summary,
+    gae,
+    train_on_rollout,
+    train_selfplay,
+)
 from agents.training import TrainConfig, build_model
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
@@ -38,9 +46,10 @@ def tiny_model(players: int = 4, seed: int = 0):
     return build_model(config, env, tensorboard=False)
 
 
-def collect(config: Config, batch: int, steps: int, rollouts: int = 1, seed: int = 0):
+def collect(config: Config, batch: int, steps: int, rollouts: int = 1, seed: int = 0, pool=None):
     th.manual_seed(seed)
-    collector = SelfPlayCollector(tiny_model(config.players), BatchedGames(config, batch, seed))
+    games = BatchedGames(config, batch, seed)
+    collector = SelfPlayCollector(tiny_model(config.players), games, pool)
     return collector, [collector.collect(batch * steps) for _ in range(rollouts)]
 
 
@@ -119,6 +128,87 @@ def test_r14_game_rewards_sum_to_each_seats_outcome_across_rollout_boundaries(re
     assert straddle >= 2
     collected = sum(r.collected for r in rollouts)
     assert sum(len(r) for r in rollouts) + rollouts[-1].carried == collected
+
+
+@pytest.mark.parametrize("episode", ["hand", "game"])
+def test_r13_against_opponents_only_the_learner_seat_is_collected_and_paid(episode):
+    # Against a pool, each episode of each game has one learner seat (drawn per episode); only
+    # its decisions are collected, and it is paid its own penalty (R13) also when an opponent
+    # ends the hand. The opponents' seats never appear in the rollout.
+    config = Config(players=4, threshold=8, episode=episode)
+    pool = OpponentPool(["random", "greedy"], 4, seed=3)
+    _, rollouts = collect(config, batch=8, steps=60, rollouts=3, seed=2, pool=pool)
+    rows = rows_by_episode(rollouts)
+    episodes = [e for r in rollouts for e in r.episodes]
+    assert len(episodes) >= 8 and {e.kind for e in episodes} == {"random", "greedy"}
+    seats_seen = set()
+    for e in episodes:
+        (seat,) = np.flatnonzero(e.learners)
+        seats_seen.add(int(seat))
+        for other in range(4):
+            decisions = rows.get((e.game, e.episode, other), [])
+            if other != seat:
+                assert decisions == []
+        decisions = rows[e.game, e.episode, seat]
+        assert len(decisions) == e.decisions
+        assert sum(r for r, _ in decisions) == pytest.approx(-e.totals[seat])
+        assert [t for _, t in decisions] == [False] * (len(decisions) - 1) + [True]
+    assert seats_seen == {0, 1, 2, 3}  # the learner's seat is drawn, not fixed
+    # Every collected learner decision is trained on once (carried ones included).
+    collected = sum(r.collected for r in rollouts)
+    assert sum(len(r) for r in rollouts) + rollouts[-1].carried == collected
+    assert all(r.collected >= 8 * 60 for r in rollouts)
+
+
+def test_a_fixed_seat_and_a_learner_kind_set_who_learns():
+    pool = OpponentPool(["greedy", LEARNER], 3, seat=2, seed=0)
+    _, (rollout,) = collect(Config(players=3, threshold=5), batch=6, steps=80, seed=0, pool=pool)
+    kinds = {e.kind for e in rollout.episodes}
+    assert kinds == {"greedy", LEARNER}
+    for e in rollout.episodes:
+        expected = [True] * 3 if e.kind == LEARNER else [False, False, True]
+        assert e.learners.tolist() == expected
+    kind_of = {(e.game, e.episode): e.kind for e in rollout.episodes}
+    seats: dict[str, set[int]] = defaultdict(set)
+    for g, ep, seat in zip(rollout.game.tolist(), rollout.episode.tolist(), rollout.seat.tolist()):
+        if (g, ep) in kind_of:
+            seats[kind_of[g, ep]].add(seat)
+    assert seats == {"greedy": {2}, LEARNER: {0, 1, 2}}
+
+
+def test_episode_summary_gives_the_learners_win_share_and_penalty_per_kind():
+    def finished(kind, learners, totals):
+        totals = np.array(totals)
+        return FinishedEpisode(0, 0, totals, 10, kind, np.array(learners), totals == totals.min())
+
+    summary = episode_summary(
+        [
+            finished("greedy", [1, 0, 0], [3, 5, 7]),  # won alone
+            finished("greedy", [0, 1, 0], [3, 3, 7]),  # tied with seat 0: half a win
+            finished("random", [0, 0, 1], [1, 5, 7]),  # lost
+            finished(LEARNER, [1, 1, 1], [2, 4, 6]),
+        ]
+    )
+    assert summary["opponents/greedy/win_rate"] == pytest.approx(0.75)
+    assert summary["opponents/greedy/mean_penalty"] == pytest.approx(3.0)
+    assert summary["opponents/random/win_rate"] == 0.0
+    assert summary["selfplay/mean_penalty"] == pytest.approx(4.0)
+    assert summary["charts/episode_length"] == 10.0
+
+
+def test_seeded_training_against_a_pool_is_reproducible():
+    def params(seed):
+        model = tiny_model(players=4, seed=0)
+        pool = OpponentPool(["random", "greedy"], 4, seed=seed)
+        train_selfplay(
+            model, Config(players=4), 256, batch=16, rollout_decisions=128, seed=seed,
+            progress=False, pool=pool,
+        )  # fmt: skip
+        return [p.detach().clone() for p in model.policy.parameters()]
+
+    a, b, c = params(4), params(4), params(5)
+    assert all(th.equal(x, y) for x, y in zip(a, b))
+    assert any(not th.equal(x, z) for x, z in zip(a, c))
 
 
 def reference_gae(rewards, values, terminal, last_value, gamma, lam):
@@ -222,6 +312,12 @@ def test_bad_input_names_the_problem():
         SelfPlayCollector(model, BatchedGames(Config(players=4), 2, 0, auto_forced=False))
     with pytest.raises(ValueError, match="total_decisions"):
         train_selfplay(model, Config(players=4), 10.5, progress=False)
+    with pytest.raises(ValueError, match="pool seats 3 players"):
+        SelfPlayCollector(model, BatchedGames(Config(players=4), 2, 0), OpponentPool("random", 3))
+    with pytest.raises(ValueError, match="seat must be None"):
+        OpponentPool(["greedy"], 4, seat=4)
+    with pytest.raises(ValueError, match="unknown agent spec"):
+        OpponentPool(["grandmaster"], 4)
 
 
 def test_train_on_rollout_refuses_an_empty_rollout():

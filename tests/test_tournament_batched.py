@@ -115,7 +115,7 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
     # The random agents draw differently on the two engines, which tells which one played.
     assert auto == play_tournament(randoms, config, 4, seed=1, engine="batched", progress=False)
     assert auto != play_tournament(randoms, config, 4, seed=1, engine="single", progress=False)
-    mixed = ["greedy", "random", "random"]
+    mixed = ["shaper", "random", "random"]
     assert play_tournament(mixed, config, 3, seed=1, progress=False) == play_tournament(
         mixed, config, 3, seed=1, engine="single", progress=False
     )
@@ -125,8 +125,8 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
 
 def test_bad_engine_settings_are_refused_naming_the_problem():
     config = Config(players=3)
-    with pytest.raises(ValueError, match="none for greedy: use engine 'single'"):
-        play_tournament(["greedy", "random", "random"], config, 2, engine="batched")
+    with pytest.raises(ValueError, match="none for shaper: use engine 'single'"):
+        play_tournament(["shaper", "random", "random"], config, 2, engine="batched")
     with pytest.raises(ValueError, match="engine must be one of auto, single, batched"):
         play_tournament(["random"] * 3, config, 2, engine="fast")
     with pytest.raises(ValueError, match="batch must be an integer >= 1"):
@@ -137,7 +137,7 @@ def test_bad_engine_settings_are_refused_naming_the_problem():
 
 def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_path: Path):
     evaluate = Path(__file__).resolve().parents[1] / "evaluate.py"
-    args = ["tournament", "--agents", "greedy", "random", "--engine", "batched"]
+    args = ["tournament", "--agents", "shaper", "random", "--engine", "batched"]
     result = subprocess.run(
         [sys.executable, str(evaluate), *args, "--out", str(tmp_path / "out")],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
@@ -145,7 +145,7 @@ def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_pat
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "evaluate.py tournament: error: --engine batched needs agents with a batched form "
-        "(random, ppo); none for greedy: use --engine single or auto"
+        "(random, greedy, ppo); none for shaper: use --engine single or auto"
     ]
     assert not (tmp_path / "out").exists()
 

@@ -26,18 +26,28 @@ from odin_env.rules import NUM_ACTIONS, Config, Game
 ROOT = Path(__file__).resolve().parents[1]
 # Small enough to finish in seconds: 2 envs x 32 steps per rollout, 64-sample minibatches.
 TINY = [
-    "--n-envs", "2", "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1",
-    "--net-pi", "32", "--net-vf", "32", "--opponents", "random", "self",
+    "--engine", "subproc", "--n-envs", "2", "--n-steps", "32", "--batch-size", "64",
+    "--n-epochs", "1", "--net-pi", "32", "--net-vf", "32", "--opponents", "random", "self",
     "--snapshot-every", "64", "--checkpoint-every", "64", "--eval-every", "128",
     "--eval-deals", "1", "--eval-opponents", "random",
 ]  # fmt: skip
 # Batched self-play: 8 games in lockstep, 64 decisions per update (8 per game).
 BATCHED = [
-    "--engine", "batched", "--selfplay-batch", "8", "--n-envs", "2", "--n-steps", "32",
-    "--batch-size", "64", "--n-epochs", "1", "--net-pi", "32", "--net-vf", "32",
-    "--checkpoint-every", "64", "--eval-every", "128", "--eval-deals", "1",
+    "--engine", "batched", "--opponents", "learner", "--selfplay-batch", "8", "--n-envs", "2",
+    "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1", "--net-pi", "32",
+    "--net-vf", "32", "--checkpoint-every", "64", "--eval-every", "128", "--eval-deals", "1",
     "--eval-opponents", "random",
 ]  # fmt: skip
+# The same engine with the learner in one seat against a pool that includes its snapshots.
+BATCHED_POOL = [
+    *BATCHED[:2],
+    "--opponents",
+    "greedy",
+    "self",
+    "--snapshot-every",
+    "64",
+    *BATCHED[4:],
+]
 # An update trains at most what it collected (64) plus the decisions carried in from the
 # previous rollout (at most one open decision per game and seat: 8 x 4).
 MOST_PER_UPDATE = 64 + 8 * 4
@@ -210,12 +220,31 @@ def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path)
     assert json.loads((run / "config.json").read_text())["engine"] == "batched"
 
 
+def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(tmp_path):
+    done = run_train(
+        "--runs-dir", str(tmp_path), "--name", "pool", "--total-steps", "256", "--episode",
+        "hand", *BATCHED_POOL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = tmp_path / "pool"
+    step = checkpoint_step(run / "checkpoint.zip")
+    assert 256 <= step < 256 + 64 + 8  # at most one open decision per game is carried
+    state = checkpoint_state(run / "checkpoint.zip")
+    assert len(state.snapshots) >= 3 and state.last_snapshot >= 192
+    plays_legal_moves(make(f"ppo:{run / 'checkpoint.zip'}"), players=4, games=1)
+    from agents.analysis import read_scalars
+
+    tags = set(read_scalars(run / "tb"))
+    assert {"opponents/greedy/win_rate", "opponents/self/win_rate"} <= tags, tags
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [
         (["--engine", "jax"], ["engine", "subproc, batched", "'jax'"]),
-        (["--engine", "batched", "--opponents", "random"], ["opponents", "batched"]),
-        (["--engine", "batched", "--seat", "0"], ["seat", "batched"]),
+        (["--engine", "subproc", "--opponents", "learner"], ["learner", "batched", "subproc"]),
+        (["--engine", "batched", "--opponents", "learner", "--seat", "0"], ["seat", "learner"]),
+        (["--engine", "batched", "--opponents", "grandmaster"], ["grandmaster", "greedy"]),
         (["--engine", "batched", "--selfplay-batch", "0"], ["selfplay_batch", "positive"]),
     ],
 )
