@@ -20,6 +20,15 @@ output plus ``feature_net(latent) . ACTION_FEATURES[action]``, where the fixed t
 what the action does (cards played, card taken, size, pass/take/play, same colour or value,
 highest and lowest value). This generalises across the 3,579 combos and costs one small layer.
 
+Residual policies (``prior``): a policy built with ``prior="planner"`` (any hand-written agent)
+reads one more observation column, the action that heuristic picks in the position (computed
+from the same observation and mask, so the policy still sees only what the observation shows),
+and adds a learned weight (``prior_weight``, initially ``PRIOR_WEIGHT``) to that action's logit.
+A fresh one therefore plays as its heuristic, and PPO learns where departing from it pays (the
+residual policy learning of Silver et al. 2018 and Johannink et al. 2019, on logits). The heuristic
+is named in the saved model's ``policy_kwargs``; :class:`NumpyPolicy` recomputes its choice at
+play time.
+
 :class:`PPOAgent` plays a saved model with numpy (no torch at play time): deterministic (the
 most probable legal action) by default, or sampled with a seeded generator. ``PPOAgent.load()``
 with no path loads the bundled model ``agents/models/ppo_4p.zip``. Loading a ``.zip`` unpickles

@@ -14,6 +14,8 @@ wall time and learner steps per second.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import tempfile
 import time
 
@@ -40,10 +42,13 @@ def main() -> None:
                     checkpoint_every=args.steps,
                 )  # fmt: skip
                 start = time.perf_counter()
-                checkpoint = train(config)
+                with contextlib.redirect_stderr(io.StringIO()):  # the trainer's progress bar
+                    checkpoint = train(config)
                 seconds = time.perf_counter() - start
                 table = [f"ppo:{checkpoint}"] + [args.opponent] * (config.players - 1)
-                games = play_tournament(table, config.game_config(), args.deals, seed=2026)
+                games = play_tournament(
+                    table, config.game_config(), args.deals, seed=2026, progress=False
+                )
                 result = agent_summary(games, table)[0]
                 low, high = result["ci_low"], result["ci_high"]
                 print(

@@ -10,12 +10,10 @@ same games on the batched and the single engine.
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
+from probe_agents import ObsHash
 
-from agents.base import legal_actions
 from agents.batched import (
     BatchRandomAgent,
     act_by_seat,
@@ -133,30 +131,13 @@ def test_batched_greedy_matches_greedy_on_arbitrary_masks():
     )
 
 
-class _ObsHash:
-    """A deterministic agent with identical ``act`` and ``act_batch``: a CRC-32 of its salt and
-    the observation picks the legal action, so any difference the engines show changes play."""
-
-    def __init__(self, salt: int):
-        self.name = f"hash{salt}"
-        self.salt = salt.to_bytes(2, "little")
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = legal_actions(action_mask)
-        digest = zlib.crc32(self.salt + np.ascontiguousarray(observation).tobytes())
-        return int(legal[digest % legal.size])
-
-    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return np.array([self.act(obs[i], mask[i]) for i in range(obs.shape[0])], dtype=np.int64)
-
-
 @pytest.mark.parametrize("players", [2, 4, 5])
 def test_greedy_tournaments_are_the_same_games_on_both_engines(players: int):
     config = Config(players=players, threshold=10, first_player="random")
     batched = BatchGreedyAgent()
     # Greedy against other play: a greedy decision that differs anywhere changes the game.
-    fast = [batched if s % 2 == 0 else _ObsHash(s) for s in range(players)]
-    slow = [Greedy() if s % 2 == 0 else _ObsHash(s) for s in range(players)]
+    fast = [batched if s % 2 == 0 else ObsHash(s) for s in range(players)]
+    slow = [Greedy() if s % 2 == 0 else ObsHash(s) for s in range(players)]
     single = play_deals(slow, config, 6, seed=11, engine="single")
     assert play_deals(fast, config, 6, seed=11, engine="batched", batch=8) == single
     # By spec: an all-greedy table is deterministic, so the engines give the same records.

@@ -11,38 +11,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from probe_agents import ObsHash
 from scipy.stats import kstest
 
-from agents.base import legal_actions
 from agents.batched import BatchRandomAgent, act_by_seat, keyed_uniforms
 from agents.tournament import deal_seed, play_deals, play_tournament
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
-
-
-class _ObsHash:
-    """A deterministic agent: the legal action picked by a CRC-32 of its salt and the
-    observation bytes. ``act`` and ``act_batch`` agree row for row, and any difference in what
-    the engines show it changes the game."""
-
-    def __init__(self, salt: int):
-        self.name = f"hash{salt}"
-        self.salt = salt.to_bytes(2, "little")
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = legal_actions(action_mask)
-        digest = zlib.crc32(self.salt + np.ascontiguousarray(observation).tobytes())
-        return int(legal[digest % legal.size])
-
-    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return np.array([self.act(obs[i], mask[i]) for i in range(obs.shape[0])], dtype=np.int64)
-
 
 # One config per table size, covering every first-player rule, both episode and reward modes.
 _CONFIGS = [
@@ -57,7 +37,7 @@ _CONFIGS = [
 @pytest.mark.parametrize(("config", "deals"), _CONFIGS, ids=[f"{c.players}p" for c, _ in _CONFIGS])
 def test_batched_engine_plays_exactly_the_single_engine_games(config: Config, deals: int):
     # A different agent in each seat: a game routed to the wrong agent would play differently.
-    table = [_ObsHash(salt) for salt in range(config.players)]
+    table = [ObsHash(salt) for salt in range(config.players)]
     single = play_deals(table, config, deals, seed=17, engine="single")
     # batch 16 < the games: slots are given new games as theirs end (``restart``).
     batched = play_deals(table, config, deals, seed=17, engine="batched", batch=16)
@@ -71,7 +51,7 @@ def test_batched_engine_plays_exactly_the_single_engine_games(config: Config, de
 
 def test_batch_size_does_not_change_the_games():
     config = Config(players=4, threshold=10, first_player="winner")
-    table = [_ObsHash(salt) for salt in range(4)]
+    table = [ObsHash(salt) for salt in range(4)]
     games = [
         play_deals(table, config, 6, seed=3, engine="batched", batch=size) for size in (1, 5, 1024)
     ]
@@ -119,7 +99,7 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
     assert play_tournament(mixed, config, 3, seed=1, progress=False) == play_tournament(
         mixed, config, 3, seed=1, engine="single", progress=False
     )
-    table = [_ObsHash(0), BatchRandomAgent(seed=0), _ObsHash(1)]
+    table = [ObsHash(0), BatchRandomAgent(seed=0), ObsHash(1)]
     assert play_deals(table, config, 2, seed=1) == play_deals(table, config, 2, 1, engine="batched")
 
 
@@ -132,7 +112,7 @@ def test_bad_engine_settings_are_refused_naming_the_problem():
     with pytest.raises(ValueError, match="batch must be an integer >= 1"):
         play_tournament(["random"] * 3, config, 2, batch=0)
     with pytest.raises(ValueError, match="non-empty range"):
-        play_deals([_ObsHash(0)] * 3, config, range(2, 2))
+        play_deals([ObsHash(0)] * 3, config, range(2, 2))
 
 
 def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_path: Path):
