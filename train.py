@@ -3,6 +3,7 @@
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
     python train.py --name pool1 --init runs/greedy1/best.zip --opponents greedy planner self
     python train.py --resume runs/pool1 [--total-steps 6000000]
+    python train.py --name soup --average runs/a/checkpoint.zip runs/b/checkpoint.zip
     python train.py --name fast1 --engine batched --opponents greedy self --total-steps 5000000
     python train.py --name self1 --engine batched --opponents learner --total-steps 5000000
     tensorboard --logdir runs
@@ -89,6 +90,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             flag, dest=name, type=kind, nargs="+", default=None, help=f"{text} (default: {default})"
         )
     parser.add_argument(
+        "--average",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="instead of training: write the parameter average of the model .zips given "
+        "(checkpoints of runs from one start) to runs/NAME/average.zip",
+    )
+    parser.add_argument(
         "--resume",
         type=Path,
         metavar="RUN_DIR",
@@ -116,6 +125,24 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     return config, True
 
 
+def average(args: argparse.Namespace) -> Path:
+    """``--average``: the parameter average of the given models, as ``runs/NAME/average.zip``."""
+    from agents.ppo import average_models
+
+    out = Path(args.runs_dir or _DEFAULTS.runs_dir) / (args.name or _DEFAULTS.name) / "average.zip"
+    for path in args.average:
+        if not path.is_file():
+            raise ValueError(f"--average: no model at {path}")
+    created = not out.parent.exists()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return average_models(args.average, out)
+    except ValueError:
+        if created:
+            out.parent.rmdir()
+        raise
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -128,8 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        config, resume = config_from_args(args)
-        path = train(config, resume=resume)
+        if args.average:
+            path = average(args)
+        else:
+            config, resume = config_from_args(args)
+            path = train(config, resume=resume)
     except (TrainingError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -477,6 +477,46 @@ class PPOAgent(NumpyPolicy):
             raise ValueError(f"incompatible PPO model {path}: {error}") from None
 
 
+def average_models(paths: list[str | Path], out: str | Path) -> Path:
+    """Write the parameter average of trained policies (a "model soup", Wortsman et al. 2022) to
+    ``out`` as a policy-only MaskablePPO ``.zip``; return ``out``.
+
+    The inputs must share one architecture (and prior): checkpoints of one run, or of runs
+    fine-tuned from the same start, whose average plays better than each of them (the bundled
+    model is one, see the README). ``ValueError`` names an input that does not fit; nothing is
+    written then."""
+    if len(paths) < 2:
+        raise ValueError(f"averaging needs at least two models; got {len(paths)}")
+    states, first = [], None
+    for path in paths:
+        data, state = read_model(path)
+        shape = {k: tuple(v.shape) for k, v in state.items()}
+        kwargs = data.get("policy_kwargs") or {}
+        if first is None:
+            first = (shape, kwargs.get("prior"), str(path))
+        elif (shape, kwargs.get("prior")) != first[:2]:
+            raise ValueError(
+                f"cannot average {path} with {first[2]}: different architectures or priors"
+            )
+        states.append(state)
+    average = {k: sum(state[k].float() for state in states) / len(states) for k in states[0]}
+    params = io.BytesIO()
+    th.save(average, params)
+    # The last input's zip with its policy parameters replaced (and no optimizer state).
+    out_zip = io.BytesIO()
+    with (
+        zipfile.ZipFile(paths[-1]) as source,
+        zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for item in source.infolist():
+            if item.filename == "policy.pth":
+                target.writestr(item.filename, params.getvalue())
+            elif item.filename != "policy.optimizer.pth":
+                target.writestr(item.filename, source.read(item.filename))
+    write_atomic(Path(out), out_zip.getvalue())
+    return Path(out)
+
+
 def save_policy_only(model: Any, path: str | Path) -> None:
     """Write ``model`` as a MaskablePPO ``.zip`` without its optimizer state (half the size),
     atomically; :class:`PPOAgent` loads it (``MaskablePPO.load`` needs the full checkpoint)."""
@@ -491,6 +531,6 @@ def save_policy_only(model: Any, path: str | Path) -> None:
 
 
 __all__ = [
-    "BUNDLED_MODEL", "LegalSetPolicy", "NumpyPolicy", "PPOAgent", "legal_sets", "read_model",
-    "save_policy_only",
+    "BUNDLED_MODEL", "LegalSetPolicy", "NumpyPolicy", "PPOAgent", "average_models", "legal_sets",
+    "read_model", "save_policy_only",
 ]  # fmt: skip

@@ -153,3 +153,27 @@ def test_a_prior_must_be_a_heuristic(prior):
 def test_a_prior_needs_the_batched_engine():
     with pytest.raises(ValueError, match="prior needs engine 'batched'"):
         TrainConfig(prior="planner", engine="subproc").check()
+
+
+def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_path):
+    from agents.ppo import average_models, read_model
+
+    paths = []
+    for seed, weight in ((0, 1.0), (1, 3.0)):
+        config = TrainConfig(prior="planner", net_pi=[16], net_vf=[16], seed=seed)
+        model = build_model(config, spaces_env(config), tensorboard=False)
+        with th.no_grad():
+            model.policy.prior_weight.fill_(weight)
+        paths.append(tmp_path / f"m{seed}.zip")
+        save_policy_only(model, paths[-1])
+    out = average_models(paths, tmp_path / "soup.zip")
+    states = [read_model(p)[1] for p in paths]
+    _, soup = read_model(out)
+    for key, value in soup.items():
+        assert th.allclose(value, (states[0][key] + states[1][key]) / 2)
+    assert PPOAgent.load(out).prior_weight == pytest.approx(2.0)
+    other = TrainConfig(net_pi=[16], net_vf=[16])
+    save_policy_only(build_model(other, spaces_env(other), tensorboard=False), tmp_path / "x.zip")
+    with pytest.raises(ValueError, match="different architectures or priors"):
+        average_models([paths[0], tmp_path / "x.zip"], tmp_path / "bad.zip")
+    assert not (tmp_path / "bad.zip").exists()
