@@ -1,4 +1,4 @@
-"""Tournaments and studies of Odin agents (a thin CLI over :mod:`agents.studies`).
+"""Tournaments and studies of Odin agents (a thin CLI over the ``evaluation`` package).
 
     python evaluate.py tournament --agents planner greedy random random --games 2000 \\
         --players 4 --threshold 15 --seed 0 --workers 2 --out results/NAME
@@ -7,8 +7,9 @@
     python evaluate.py thresholds --agents planner greedy greedy greedy --thresholds 5 10 15 20 30
     python evaluate.py showcase --out results/showcase      # what `make run` runs
 
-Agents are specs of :func:`agents.make`: ``random``, a heuristic name, ``ppo`` or ``ppo:PATH``.
-Game settings use :class:`odin_env.rules.Config`'s names. Deals are fixed by ``--seed`` and each
+Agents are specs of ``agents.make``: random, a heuristic name, ppo or ppo:PATH. The game flags
+are the fields of ``odin_env.rules.Config``, with its docs and defaults.
+Deals are fixed by ``--seed`` and each
 deal is played once per seat rotation; results do not depend on ``--workers``. ``tournament
 --engine`` picks how games are played (``auto``: the batched engine when every agent has a
 batched form; the results of deterministic agents do not depend on it). Bad input exits with
@@ -21,33 +22,31 @@ import argparse
 import sys
 from pathlib import Path
 
-from odin_env.rules import EPISODES, FIRST_PLAYER_RULES, REWARDS, Config
+import cli
+from odin_env.rules import FIRST_PLAYER_RULES, Config
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
-        self.exit(2, f"{self.prog}: error: {message}\n")
+PROG = "evaluate.py"
+SHARED = ("threshold", "colours", "episode", "reward")
+"""The game settings (``Config`` fields) every study takes as flags, as declared there."""
 
 
 def _game_flags(p: argparse.ArgumentParser, players_many: bool = False) -> None:
     if players_many:
-        p.add_argument("--players", type=int, nargs="+", default=[2, 3, 4, 5, 6])
+        p.add_argument(
+            "--players", type=int, nargs="+", default=[2, 3, 4, 5, 6], help="player counts"
+        )
     else:
         p.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
-    p.add_argument("--threshold", type=int, default=15)
-    p.add_argument("--colours", type=int, default=None, help="default: 4 for 2 players, else 6")
-    if not players_many:
-        p.add_argument("--first-player", default="rotate", help=", ".join(FIRST_PLAYER_RULES))
-    p.add_argument("--episode", default="game", help=", ".join(EPISODES))
-    p.add_argument("--reward", default="penalty", help=", ".join(REWARDS))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=1)
+    skip = {"players", "seed"} | ({"first_player"} if players_many else set())
+    cli.add_fields(p, Config, skip=skip)
+    p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
-    root = _Parser(prog="evaluate.py", description=__doc__.split("\n\n")[0])
+    root = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = root.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("tournament", help="agents play seeded deals from every seat")
@@ -57,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--engine", choices=("auto", "single", "batched"), default="auto",
         help="batched: many games at once (random, greedy, ppo agents only); auto: batched when "
-        "every agent allows it; single: one game at a time (see agents.tournament)",
+        "every agent allows it; single: one game at a time",
     )  # fmt: skip
     _game_flags(t)
 
@@ -103,14 +102,12 @@ def check_agent(spec: str) -> None:
 
 
 def config_of(args: argparse.Namespace, players: int, first_player: str | None = None) -> Config:
-    return Config(
-        players=players,
-        threshold=args.threshold,
-        colours=args.colours,
-        first_player=first_player or args.first_player,
-        episode=args.episode,
-        reward=args.reward,
-    )
+    """The game of the command line at ``players`` seats (and ``first_player``, when given)."""
+    settings = cli.given(args, SHARED)
+    rule = first_player or getattr(args, "first_player", None)
+    if isinstance(rule, str):
+        settings["first_player"] = rule
+    return Config(players=players, **settings)
 
 
 def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
@@ -130,6 +127,10 @@ def _check_common(args: argparse.Namespace) -> None:
         raise ValueError(f"--games must be >= 1; got {args.games}")
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a file: name a folder (new or existing)")
 
 
 def validate(args: argparse.Namespace) -> Config | None:
@@ -140,7 +141,7 @@ def validate(args: argparse.Namespace) -> Config | None:
         for spec in dict.fromkeys(args.agents):
             check_agent(spec)
         if getattr(args, "engine", "auto") == "batched":
-            from agents.batched import has_batch_form
+            from agents.registry import has_batch_form
 
             single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
             if single:
@@ -156,15 +157,9 @@ def validate(args: argparse.Namespace) -> Config | None:
     if args.command == "seating":
         for n in args.players:
             for rule in args.first_player:
-                Config(
-                    players=n, threshold=args.threshold, colours=args.colours,
-                    first_player=rule, episode=args.episode, reward=args.reward,
-                )  # fmt: skip
+                config_of(args, n, rule)
         check_agent(args.agent)
-        return Config(
-            players=args.players[0], threshold=args.threshold, colours=args.colours,
-            episode=args.episode, reward=args.reward,
-        )  # fmt: skip
+        return config_of(args, args.players[0])
     return None
 
 
@@ -176,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evaluate.py {args.command}: error: {e}", file=sys.stderr)
         return 2
 
-    from agents import studies
+    from evaluation import studies
 
     progress = not args.no_progress
     if args.command == "tournament":

@@ -1,5 +1,15 @@
-"""Agents for odin-lab: one interface (:mod:`agents.base`), random, heuristics and PPO."""
+"""The players of odin-lab, behind one interface that sees only the observation.
 
-from agents.base import Agent, RandomAgent, make
+- :mod:`agents.base`: the ``Agent`` protocol and the random agent;
+- :mod:`agents.hand` and :mod:`agents.heuristics`: hand reading and the hand-written agents;
+- :mod:`agents.batch` and :mod:`agents.batched_heuristics`: the batched interface and forms;
+- :mod:`agents.ppo`: the trained-policy player and its model files;
+- :mod:`agents.registry`: ``make(spec)``, every player by name.
 
-__all__ = ["Agent", "RandomAgent", "make"]
+This package imports only :mod:`odin_env` (and numpy): no training code, no plotting.
+"""
+
+from agents.base import Agent, RandomAgent
+from agents.registry import agent_names, make
+
+__all__ = ["Agent", "RandomAgent", "agent_names", "make"]

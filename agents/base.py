@@ -1,11 +1,9 @@
-"""The one agent interface of the lab, and ``make(spec)`` to build any agent from a string.
+"""The one agent interface of the lab, and the uniform random agent.
 
 An agent sees what a player at the table sees: the observation vector of
 :mod:`odin_env.observation` (read through ``observation.views``) and the legal-action mask.
-It never sees the game's hidden state.
-
-Specs: ``random``; a heuristic name (``agents.heuristics.HEURISTICS``); ``ppo`` (the bundled
-model) or ``ppo:PATH`` (a trained checkpoint; loading unpickles it, so load trusted files only).
+It never sees the game's hidden state. Every agent may also have ``reset(seat, seed=None)``,
+called before each game with the seat it plays and a seed for its randomness.
 """
 
 from __future__ import annotations
@@ -38,6 +36,7 @@ class RandomAgent:
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seat: int, seed: int | None = None) -> None:
+        """Reseed (``None``: keep the generator)."""
         if seed is not None:
             self.rng = np.random.default_rng(seed)
 
@@ -48,26 +47,4 @@ class RandomAgent:
         return int(legal[self.rng.integers(legal.size)])
 
 
-def agent_names() -> list[str]:
-    """Every spec ``make`` accepts without a path."""
-    from agents.heuristics import HEURISTICS
-
-    return ["random", *HEURISTICS, "ppo"]
-
-
-def make(spec: str, seed: int | None = None) -> Agent:
-    """Build an agent from a spec string (see the module docstring); ``ValueError`` if unknown."""
-    name, _, path = spec.partition(":")
-    if name == "random" and not path:
-        return RandomAgent(seed)
-    if name == "ppo":
-        from agents.ppo import PPOAgent
-
-        return PPOAgent.load(path or None)
-    from agents.heuristics import HEURISTICS
-
-    if name in HEURISTICS and not path:
-        return HEURISTICS[name](seed=seed)
-    raise ValueError(
-        f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH"
-    )
+__all__ = ["Agent", "RandomAgent", "legal_actions"]

@@ -18,14 +18,14 @@ decision by decision). It decodes what :func:`agents.hand.see` decodes, for all 
   only play of its size); it is kept so that the two agree on any mask.
 
 ``BATCH_HEURISTICS`` maps the spec names with a native batched form to their classes
-(:func:`agents.batched.make_batch_agent` builds them).
+(:func:`agents.registry.make_batch_agent` builds them).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from agents.batched import _check_batch
+from agents.batch import check_batch
 from agents.hand import VALUE_OF
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
 from odin_env.combos import COMBO_BITS, NUM_COMBOS, SIZE_START
@@ -72,14 +72,14 @@ class BatchGreedyAgent:
         # more in page faults than the work done on it.
         self._legal = np.zeros((0, NUM_ACTIONS), dtype=np.bool_)
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, seat: int = 0, seed: int | None = None) -> None:
         """Nothing to reset: greedy keeps no state and draws nothing."""
 
     def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Greedy's action for each row: ``obs`` ``(B, OBS_SIZE)``, ``mask`` ``(B, 3634)``
         -> int64 ``(B,)`` (a fresh array). A row with no legal action gets ``PASS``, as
         ``Greedy.act`` gives it."""
-        _check_batch(obs, mask)
+        check_batch(obs, mask)
         batch = obs.shape[0]
         if self._legal.shape[0] < batch:
             self._legal = np.zeros((batch, NUM_ACTIONS), dtype=np.bool_)

@@ -31,7 +31,6 @@ VALUE_LINE = tuple(
 """``VALUE_LINE[card]``: the card-set int of every card of that card's value."""
 VALUE_OF = tuple(c % NUM_VALUES + 1 for c in range(NUM_CARDS))
 _POP9 = tuple(bin(p).count("1") for p in range(1 << NUM_VALUES))
-LEAD_PHASE, FOLLOW_PHASE, TAKE_PHASE = 0, 1, 2
 
 
 @lru_cache(maxsize=1 << 18)

@@ -15,7 +15,6 @@ import numpy as np
 
 from agents.hand import (
     COLOUR_LINE,
-    LEAD_PHASE,
     VALUE_LINE,
     VALUE_OF,
     Seen,
@@ -26,7 +25,7 @@ from agents.hand import (
 )
 from odin_env.cards import cards_of
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE, combo_index_of_bits, is_combo
-from odin_env.rules import PASS, TAKE
+from odin_env.rules import LEAD, PASS, TAKE
 
 _SIZE = COMBO_SIZE.tolist()
 _NUMBER = COMBO_NUMBER.tolist()
@@ -112,7 +111,7 @@ class Shaper(_Heuristic):
 
     def play(self, seen: Seen) -> int:
         hand = seen.hand
-        if seen.phase == LEAD_PHASE:  # singles only: the whole hand was handled by act
+        if seen.phase == LEAD:  # singles only: the whole hand was handled by act
             return int(
                 min(
                     seen.plays,
@@ -216,7 +215,7 @@ class Planner(_Heuristic):
         threats = self.threats(seen)
         parts = partition(hand)
         finisher = parts[0] if len(parts) > 1 else 0
-        if seen.phase == LEAD_PHASE:
+        if seen.phase == LEAD:
             return self.lead(seen, threats, finisher)
         beaten = cards_of(seen.table)
         options = []

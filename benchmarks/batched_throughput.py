@@ -5,7 +5,7 @@ Throughput: random legal play, an observation and a mask produced for every deci
 batch size of ``--batches`` (default 1, 64 and 1,024) and for ``odin_env.env()`` in the same run;
 a decision is one action asked of an agent (forced decisions are applied by both engines without
 asking, as ``auto_forced`` does by default). The batched agent is
-:class:`agents.batched.BatchRandomAgent`, reading the mask like any agent; its time is counted.
+:class:`agents.batch.BatchRandomAgent`, reading the mask like any agent; its time is counted.
 ``--parallel`` adds the figures with the games shared among numba's threads. The last line is
 the best a pure-numpy engine could do (see ``numpy_bound``), the reason the engine uses numba.
 
@@ -32,7 +32,7 @@ import numpy as np
 from tqdm import tqdm
 
 import odin_env
-from agents.batched import BatchRandomAgent
+from agents.batch import BatchRandomAgent
 from odin_env.batched import BatchedGames, compare_with_rules
 from odin_env.combos import BEAT_HI, BEAT_LO, COMBO_BITS, NUM_COMBOS
 from odin_env.observation import NUM_PLANES, OBS_SIZE

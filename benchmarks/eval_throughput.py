@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from agents.tournament import play_tournament
+from evaluation.tournament import play_tournament
 from odin_env.rules import Config
 
 CONFIG = Config(players=4, threshold=15)

@@ -3,14 +3,14 @@ single-seat SubprocVecEnv path, 4 players, same PPO settings, measured in the sa
 
 A learner step is one decision PPO trains on; each figure is whole training wall time
 (collection and updates) over whole rollouts, after one warm-up rollout (numba compilation, the
-subprocesses' start). Both use :func:`agents.training.build_model` with the
-:class:`agents.training.TrainConfig` defaults (``n_steps x n_envs`` decisions per update,
+subprocesses' start). Both use :func:`training.build_model` with the
+:class:`training.TrainConfig` defaults (``n_steps x n_envs`` decisions per update,
 1,024-sample minibatches, 4 epochs, one torch thread):
 
-- ``single-seat``: ``model.learn`` on :func:`agents.training.make_vec_env` (``n_envs``
+- ``single-seat``: ``model.learn`` on :func:`training.make_vec_env` (``n_envs``
   subprocesses of ``SingleAgentEnv``; ``--opponent`` plays the other seats inside ``step``,
   default ``random``, the cheapest opponent, so the figure favours this path);
-- ``self-play``: :class:`agents.selfplay.SelfPlayCollector` on ``--batch`` games of
+- ``self-play``: :class:`training.selfplay.SelfPlayCollector` on ``--batch`` games of
   :class:`odin_env.batched.BatchedGames` in the main process, then ``model.train()``, in steady
   state (decisions carried over from the previous rollout included).
 
@@ -30,7 +30,8 @@ import torch as th
 
 def single_seat(config, rollouts: int) -> float:
     """Steps/s of ``model.learn`` on the subprocess envs, after one warm-up rollout."""
-    from agents.training import build_model, make_vec_env
+    from training.run import build_model
+    from training.subproc import make_vec_env
 
     venv = make_vec_env(config, seed=0)
     try:
@@ -48,10 +49,11 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
     """Steps/s of collection + update, the share of time spent collecting, decisions/rollout."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from agents.selfplay import SelfPlayCollector, train_on_rollout
-    from agents.training import build_model
     from odin_env.batched import BatchedGames
     from odin_env.single_agent import SingleAgentEnv
+    from training.collector import SelfPlayCollector
+    from training.run import build_model
+    from training.selfplay import train_on_rollout
 
     spaces_only = DummyVecEnv([lambda: SingleAgentEnv(players=config.players)])
     model = build_model(config, spaces_only, tensorboard=False)
@@ -71,7 +73,7 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    from agents.training import TrainConfig
+    from training.config import TrainConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=256, help="games in lockstep (self-play)")

@@ -22,6 +22,10 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import intrinsic
 
+# Numba reads module globals as compile-time constants, so the engine's own names serve here.
+from odin_env.cards import MAX_HAND, NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
+from odin_env.rules import FIRST_PLAYER_RULES, FOLLOW, LEAD, TAKING
+
 # Columns of the per-game int64 state array ``st`` (B, NUM_FIELDS).
 TABLE = 0  # combo index on the table, -1 when a trick is to be led
 OWNER = 1  # seat that played the combo on the table, -1 before any play
@@ -46,7 +50,9 @@ C_HAND_EPISODE = 3  # 1 when one hand is the whole episode
 C_WIN_REWARD = 4  # 1 for reward="win", 0 for "penalty"
 C_AUTO_FORCED = 5
 NUM_CONFIG = 6
-RULE_ROTATE, RULE_WINNER, RULE_RANDOM, RULE_FIXED = 0, 1, 2, 3
+RULE_ROTATE, RULE_WINNER, RULE_RANDOM, RULE_FIXED = (
+    FIRST_PLAYER_RULES.index(rule) for rule in ("rotate", "winner", "random", "fixed")
+)
 
 # Entries of the int64 observation-offset array ``off`` (starts of the views of LAYOUT).
 O_HAND, O_TABLE, O_TAKE, O_DISCARD, O_KNOWN = 0, 1, 2, 3, 4
@@ -67,12 +73,7 @@ TABLES = (
     "spread",  # (512,) combos.SPREAD
 )
 
-LEAD, FOLLOW, TAKING = 0, 1, 2
-COLOURS = 6
-VALUES = 9
-CARDS = 54
-MAX_HAND = 9
-PATTERN = 511  # the 9 value bits of one colour
+PATTERN = VALUE_BITS  # the 9 value bits of one colour
 
 
 @intrinsic
@@ -91,17 +92,17 @@ def _add_combos(hand, columns, size, lo, legal, i, n, tables):
     (``rules.hand_combos``); ``columns``: the hand's transpose (bits ``6v .. 6v+5`` hold the
     colours holding value ``v + 1``). Returns the new length."""
     _, _, _, c_start, c_idx, v_start, v_idx, _, _, _, _ = tables
-    for colour in range(COLOURS):
-        p = (hand >> (VALUES * colour)) & PATTERN
+    for colour in range(NUM_COLOURS):
+        p = (hand >> (NUM_VALUES * colour)) & PATTERN
         if p:
             for k in range(c_start[colour, p, size], c_start[colour, p, size + 1]):
                 a = c_idx[k]
                 if a >= lo:
                     legal[i, n] = a
                     n += 1
-    if 2 <= size <= COLOURS:
-        for value in range(VALUES):
-            q = (columns >> (COLOURS * value)) & 63
+    if 2 <= size <= NUM_COLOURS:
+        for value in range(NUM_VALUES):
+            q = (columns >> (NUM_COLOURS * value)) & 63
             if q & (q - 1):
                 for k in range(v_start[value, q, size], v_start[value, q, size + 1]):
                     a = v_idx[k]
@@ -117,8 +118,8 @@ def _whole_hand(hand, tables):
     _, _, _, _, _, _, _, colour_index, value_index, _, _ = tables
     colour_found = -1
     values = 0
-    for colour in range(COLOURS):
-        p = (hand >> (VALUES * colour)) & PATTERN
+    for colour in range(NUM_COLOURS):
+        p = (hand >> (NUM_VALUES * colour)) & PATTERN
         if p:
             values |= p
             colour_found = colour if colour_found == -1 else -2
@@ -129,8 +130,8 @@ def _whole_hand(hand, tables):
         while (values >> value) & 1 == 0:
             value += 1
         q = 0
-        for colour in range(COLOURS):
-            q |= ((hand >> (VALUES * colour + value)) & 1) << colour
+        for colour in range(NUM_COLOURS):
+            q |= ((hand >> (NUM_VALUES * colour + value)) & 1) << colour
         return value_index[value, q]
     return -1
 
@@ -155,8 +156,8 @@ def _decide(i, st, cur, hands, legal, tables):
         size = size_of[table]
         if _popcount(hand) >= size:  # else only passing is legal (a common forced decision)
             columns = 0
-            for colour in range(COLOURS):
-                columns |= spread[(hand >> (VALUES * colour)) & PATTERN] << colour
+            for colour in range(NUM_COLOURS):
+                columns |= spread[(hand >> (NUM_VALUES * colour)) & PATTERN] << colour
             n = _add_combos(hand, columns, size, beat_lo[table], legal, i, 0, tables)
             if size < MAX_HAND:
                 n = _add_combos(hand, columns, size + 1, 0, legal, i, n, tables)
@@ -164,7 +165,7 @@ def _decide(i, st, cur, hands, legal, tables):
         n += 1
     elif phase == TAKING:
         take_from = st[i, TAKE_FROM]
-        for card in range(CARDS):
+        for card in range(NUM_CARDS):
             if (take_from >> card) & 1:
                 legal[i, n] = play_count + 1 + card
                 n += 1
@@ -280,10 +281,10 @@ def _write_bits(obs64, i, plane, start, cards, shown, unpack):
         return
     shown[i, plane] = cards
     first = start // 2
-    for byte in range(CARDS // 8 + 1):
+    for byte in range(NUM_CARDS // 8 + 1):
         if (diff >> (8 * byte)) & 255:
             x = (cards >> (8 * byte)) & 255
-            for j in range(min(4, (CARDS - 8 * byte) // 2)):
+            for j in range(min(4, (NUM_CARDS - 8 * byte) // 2)):
                 obs64[i, first + 4 * byte + j] = unpack[x, j]
 
 
@@ -309,7 +310,7 @@ def _show(i, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, s
     threshold = cfg[C_THRESHOLD]
     for k in range(n):
         s = (seat + k) % n
-        _write_bits(obs64, i, 4 + k, off[O_KNOWN] + CARDS * k, known[i, s], shown, unpack)
+        _write_bits(obs64, i, 4 + k, off[O_KNOWN] + NUM_CARDS * k, known[i, s], shown, unpack)
         obs[i, off[O_HAND_SIZE] + k] = _popcount(hands[i, s]) / 9.0
         obs[i, off[O_PENALTY] + k] = totals[i, s] / threshold
         obs[i, off[O_TABLE_OWNER] + k] = 1.0 if s == owner else 0.0

@@ -34,9 +34,16 @@ PettingZoo's ``last()`` returns it when the agent is next selected.
 Episodes end by termination of every agent (``episode="hand"``: after one hand; ``"game"``: when
 a total reaches the threshold, R14). There is no truncation: every hand ends (R12).
 
-An illegal action raises ``ValueError`` naming the action, the phase and the number of legal
-actions, and leaves the game unchanged; ``env(illegal="terminate")`` instead applies
-PettingZoo's ``TerminateIllegalWrapper`` (the offender gets -1 and the episode ends).
+An action must be an integer (a Python ``int`` or a numpy integer, not ``bool``) in
+``0 .. 3633``, in every mode: anything else raises ``TypeError`` (not an integer) or
+``ValueError`` (out of range) naming the action and the range, and changes nothing
+(:func:`odin_env.rules.check_action`, the rule ``Game.apply`` applies too). An agent that is
+already terminated is stepped with ``None``, as PettingZoo's protocol has it.
+
+An illegal action (in range, not legal in the position) raises ``ValueError`` naming the
+action, the phase and the number of legal actions, and leaves the game unchanged;
+``env(illegal="terminate")`` instead applies PettingZoo's ``TerminateIllegalWrapper`` (the
+offender gets -1 and the episode ends).
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ from pettingzoo.utils import wrappers
 
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.render import describe
-from odin_env.rules import NUM_ACTIONS, Config, Game
+from odin_env.rules import NUM_ACTIONS, Config, Game, check_action
+from odin_env.spec import game_config
 
 ILLEGAL_MODES = ("raise", "terminate")
 
@@ -62,21 +70,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def __init__(
         self,
-        players: int | None = None,
-        threshold: int = 15,
-        colours: int | None = None,
-        first_player: str = "rotate",
-        episode: str = "game",
-        reward: str = "penalty",
+        config: Config | None = None,
+        *,
         render_mode: str | None = None,
         auto_forced: bool = True,
-        num_players: int | None = None,
+        **settings: Any,
     ):
         super().__init__()
-        if players is not None and num_players is not None and players != num_players:
-            raise ValueError(f"players={players} and num_players={num_players} disagree")
-        players = players if players is not None else num_players if num_players is not None else 4
-        self.config = Config(players, threshold, colours, first_player, episode, reward)
+        self.config = game_config(config, settings)
+        players = self.config.players
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, ansi or human; got {render_mode!r}")
         self.render_mode = render_mode
@@ -130,6 +132,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        action = check_action(action)
         game = self.game
         paid = game.apply(action)
         if self.auto_forced and not game.is_over:
@@ -164,11 +167,23 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         pass
 
 
+class _CheckedTerminateIllegal(wrappers.TerminateIllegalWrapper):
+    """PettingZoo's ``TerminateIllegalWrapper`` that first applies :func:`check_action`: the
+    original indexes the action mask with the action before the environment sees it, so a float
+    or an out-of-range index would be read (or fail) there instead of being refused."""
+
+    def step(self, action: int | None) -> None:
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            action = check_action(action)
+        super().step(action)
+
+
 def env(illegal: str = "raise", **kwargs: Any) -> AECEnv:
     """The Odin AEC environment in PettingZoo's standard wrappers (see the module docstring)."""
     if illegal not in ILLEGAL_MODES:
         raise ValueError(f"illegal must be one of {', '.join(ILLEGAL_MODES)}; got {illegal!r}")
     environment: AECEnv = raw_env(**kwargs)
     if illegal == "terminate":
-        environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
+        environment = _CheckedTerminateIllegal(environment, illegal_reward=-1)
     return wrappers.OrderEnforcingWrapper(environment)

@@ -90,21 +90,36 @@ def card_sets(obs: np.ndarray) -> list[int]:
 
 
 _DYNAMIC_SIZE = LAYOUT["passes"][0].stop - PLANES_SIZE
+STATIC_TAILS_MAX = 64
+"""How many configs' static tails are kept; the oldest entry goes first."""
 _static_tails: dict[int, tuple[Config, np.ndarray]] = {}
+_last_tail: tuple[Config | None, np.ndarray] = (None, np.zeros(0, dtype=np.float32))
 
 
 def _static_tail(config: Config) -> np.ndarray:
     """The fields fixed by the config (players, threshold, colours), encoded once per config."""
-    # Keyed by id (the config is kept alive in the value): hashing a dataclass on every
-    # observation would cost more than encoding the whole hand.
+    # The previous call's config is recognised by identity (observations come in runs with one
+    # config object); other configs are looked up by id, the config kept alive in the value so
+    # that its id is not reused while the entry lives. Hashing the dataclass by value would
+    # cost several times more. The cache keeps at most STATIC_TAILS_MAX entries (the oldest is
+    # dropped), however many Config objects a long run creates.
+    global _last_tail
+    last = _last_tail
+    if last[0] is config:
+        return last[1]
     cached = _static_tails.get(id(config))
     if cached is not None and cached[0] is config:
-        return cached[1]
-    players = [0.0] * (MAX_PLAYERS - MIN_PLAYERS + 1)
-    players[config.players - MIN_PLAYERS] = 1.0
-    colours = [1.0 if c < config.colours else 0.0 for c in range(NUM_COLOURS)]
-    tail = np.array(players + [config.threshold / 100.0] + colours, dtype=np.float32)
-    _static_tails[id(config)] = (config, tail)
+        tail = cached[1]
+    else:
+        players = [0.0] * (MAX_PLAYERS - MIN_PLAYERS + 1)
+        players[config.players - MIN_PLAYERS] = 1.0
+        colours = [1.0 if c < config.colours else 0.0 for c in range(NUM_COLOURS)]
+        tail = np.array(players + [config.threshold / 100.0] + colours, dtype=np.float32)
+        tail.flags.writeable = False
+        while len(_static_tails) >= STATIC_TAILS_MAX:
+            _static_tails.pop(next(iter(_static_tails)), None)
+        _static_tails[id(config)] = (config, tail)
+    _last_tail = (config, tail)
     return tail
 
 

@@ -1,7 +1,9 @@
-"""The pure game of Odin (RULES R1-R16): configuration, state, legal actions, apply, scoring.
+"""The pure game of Odin (RULES R1-R16): state, legal actions, apply, scoring.
 
-No RL library is imported here. One :class:`Game` is one game (or one hand, with
-``episode="hand"``) in progress. Every decision is one action of the shared action space:
+No RL library is imported here. The settings (:class:`Config`) and the action space's
+constants live in :mod:`odin_env.spec` and are re-exported here. One :class:`Game` is one game
+(or one hand, with ``episode="hand"``) in progress. Every decision is one action of the shared
+action space:
 
 ============  =============================================================
 index         meaning
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -27,7 +28,6 @@ import numpy as np
 from odin_env import combos
 from odin_env.cards import (
     MAX_HAND,
-    NUM_CARDS,
     NUM_COLOURS,
     NUM_VALUES,
     VALUE_BITS,
@@ -35,73 +35,36 @@ from odin_env.cards import (
     cards_of,
     deck_bits,
 )
-from odin_env.combos import BEAT_LO, BY_COLOUR, BY_VALUE, COMBO_BITS, COMBO_SIZE, NUM_COMBOS
-
-PASS = NUM_COMBOS
-TAKE = NUM_COMBOS + 1
-NUM_ACTIONS = TAKE + NUM_CARDS
-
-LEAD, FOLLOW, TAKING, OVER = 0, 1, 2, 3
-PHASE_NAMES = ("lead", "follow", "take", "over")
-
-MIN_PLAYERS, MAX_PLAYERS = 2, 6
-FIRST_PLAYER_RULES = ("rotate", "winner", "random", "fixed")
-EPISODES = ("game", "hand")
-REWARDS = ("penalty", "win")
-TWO_PLAYER_COLOURS = 4
+from odin_env.combos import (
+    BEAT_LO,
+    BY_COLOUR,
+    BY_VALUE,
+    COMBO_BITS,
+    COMBO_SIZE,
+)
+from odin_env.positions import check_position
+from odin_env.spec import (  # re-exported: odin_env.rules is where users look for them
+    ACTION_RANGES,
+    EPISODES,
+    FIRST_PLAYER_RULES,
+    FOLLOW,
+    LEAD,
+    MAX_PLAYERS,
+    MIN_PLAYERS,
+    NUM_ACTIONS,
+    OVER,
+    PASS,
+    PHASE_NAMES,
+    REWARDS,
+    TAKE,
+    TAKING,
+    ActionTypeError,
+    Config,
+    check_action,
+)
 
 _BEAT_LO = BEAT_LO.tolist()
 _SIZE = COMBO_SIZE.tolist()
-
-
-@dataclass(frozen=True)
-class Config:
-    """One game's settings. Every field is checked; a bad value raises ``ValueError``."""
-
-    players: int = 4
-    """Seats at the table, 2-6 (R2)."""
-    threshold: int = 15
-    """The game ends after a hand in which a total reaches or passes this (R14)."""
-    colours: int | None = None
-    """Colours in play, 2-6 and at least ``players``; ``None``: 4 for 2 players, else 6 (R3)."""
-    first_player: str = "rotate"
-    """Who leads each hand's first trick: rotate, winner, random or fixed (R15)."""
-    episode: str = "game"
-    """``game``: play hands until the threshold; ``hand``: one hand is the whole episode."""
-    reward: str = "penalty"
-    """``penalty``: minus the cards left, paid at each hand's end; ``win``: at the episode's end
-    1/w to each of the w players on the lowest total, 0 to the others (so a return is a win
-    share)."""
-    seed: int | None = field(default=None, compare=False)
-    """Default seed of a new game when none is given."""
-
-    def __post_init__(self) -> None:
-        _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
-        _check_int("threshold", self.threshold, 1, None)
-        if self.colours is None:
-            object.__setattr__(
-                self, "colours", TWO_PLAYER_COLOURS if self.players == 2 else NUM_COLOURS
-            )
-        _check_int("colours", self.colours, max(2, self.players), NUM_COLOURS)
-        for name, allowed in (
-            ("first_player", FIRST_PLAYER_RULES),
-            ("episode", EPISODES),
-            ("reward", REWARDS),
-        ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(
-                    f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
-                )
-
-
-def _check_int(name: str, value: object, low: int, high: int | None) -> None:
-    allowed = f"{low}-{high}" if high is not None else f">= {low}"
-    if name == "colours" and low > 2:
-        allowed += f" (9 cards for each of the {low} players needs {low}+ colours)"
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer {allowed}; got {value!r}")
-    if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} must be {allowed}; got {value}")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -186,34 +149,38 @@ class Game:
     ) -> Game:
         """A game at a built position (cards as ids). ``take_from`` given: ``current`` has just
         played ``table`` and chooses a card of ``take_from``; ``table`` given: ``current`` follows;
-        neither: ``current`` leads. Cards nobody holds are set aside."""
+        neither: ``current`` leads. Cards nobody holds are set aside.
+
+        Every field is checked before anything is built: an inconsistent position raises
+        ``ValueError`` whose message starts with the field's name and states what is allowed.
+        ``owner`` is required while following (a seat other than ``current``), and may only be
+        ``current`` (or ``None``) while taking and ``None`` while leading; ``passes`` is
+        ``0 .. players - 2`` while following and 0 otherwise; ``totals`` are non-negative and,
+        with ``episode="game"``, below the threshold (else the game would be over)."""
+        p = check_position(
+            config, hands, current, table, owner, take_from, passes, discard, known, totals,
+            hand_leader,
+        )  # fmt: skip
         game = cls.__new__(cls)
-        n = config.players
-        if len(hands) != n:
-            raise ValueError(f"hands: expected {n} hands, got {len(hands)}")
         game.config = config
         game.rng = np.random.default_rng(seed)
         game.deck = deck_bits(config.colours)
-        game.hands = [bits_of(h) for h in hands]
-        game.table = -1 if table is None else combos.combo_index(table)
-        game.owner = current if owner is None and take_from is not None else owner
-        game.take_from = bits_of(take_from or ())
-        game.discard = bits_of(discard)
-        game.known = [bits_of(k) for k in known] if known is not None else [0] * n
-        if table is not None and take_from is None and owner is None:
-            raise ValueError("owner: a position with a table combo needs the seat that played it")
-        game.passes = passes
-        game.current = current
-        game.phase = TAKING if take_from is not None else FOLLOW if table is not None else LEAD
-        game.totals = list(totals) if totals is not None else [0] * n
+        game.hands = p.hands
+        game.table = p.table
+        game.owner = p.owner
+        game.take_from = p.take_from
+        game.discard = p.discard
+        game.known = p.known
+        game.passes = p.passes
+        game.current = p.current
+        game.phase = p.phase
+        game.totals = p.totals
         game.history = []
-        game.hand_leader = current if hand_leader is None else hand_leader
+        game.hand_leader = p.current if p.hand_leader is None else p.hand_leader
         game.rewards = None
         game.winners = ()
-        placed = game.discard | game.take_from | (0 if table is None else COMBO_BITS[game.table])
-        for h in game.hands:
-            if h & placed or h & ~game.deck:
-                raise ValueError("hands: a card is in two places or not in the deck in play")
+        placed = p.discard | p.take_from | (0 if p.table < 0 else COMBO_BITS[p.table])
+        for h in p.hands:
             placed |= h
         game.set_aside = game.deck & ~placed
         game._decide()
@@ -273,9 +240,9 @@ class Game:
 
         An illegal action raises ``ValueError`` and changes nothing.
         """
+        action = check_action(action)
         if action not in self.legal:
             self._refuse(action)
-        action = int(action)
         self.rewards = None
         seat = self.current
         n = self.config.players
@@ -330,11 +297,10 @@ class Game:
         self.rewards = paid
         return paid
 
-    def _refuse(self, action: object) -> None:
+    def _refuse(self, action: int) -> None:
         raise ValueError(
             f"illegal action {action!r} for seat {self.current} in phase "
-            f"{PHASE_NAMES[self.phase]}: {len(self.legal)} actions are legal "
-            f"(0-{NUM_COMBOS - 1} play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take)"
+            f"{PHASE_NAMES[self.phase]}: {len(self.legal)} actions are legal ({ACTION_RANGES})"
         )
 
     def _end_hand(self, emptied: int) -> None:
@@ -390,6 +356,7 @@ class Game:
 
 
 __all__ = [
+    "EPISODES", "FIRST_PLAYER_RULES", "MAX_PLAYERS", "MIN_PLAYERS", "REWARDS",
     "Config", "Game", "NUM_ACTIONS", "PASS", "TAKE", "LEAD", "FOLLOW", "TAKING", "OVER",
-    "PHASE_NAMES", "follow_plays", "lead_plays", "hand_combos",
+    "PHASE_NAMES", "follow_plays", "lead_plays", "hand_combos", "check_action", "ActionTypeError",
 ]  # fmt: skip

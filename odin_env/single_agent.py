@@ -18,12 +18,20 @@ next player's observation with the previous player's reward; this environment do
 ``reward="penalty"``: minus the cards left at each hand's end; ``reward="win"``: the learner's
 win share at the episode's end.
 
-Opponents: ``opponents`` is a pool of kinds; one kind is drawn per episode and plays every other
-seat. A kind is an agent spec of :func:`agents.make` (``random``, a heuristic name,
-``ppo:PATH``) or ``self``: frozen snapshots of the learner, added with
-:meth:`SingleAgentEnv.add_snapshot` (a bounded pool of the most recent ones; each opponent seat
-draws one). While no snapshot exists, ``self`` is replaced by another kind of the pool (or by
-``random`` when the pool has no other kind).
+Opponents (``opponents``), agent objects, never names (this package imports no agents):
+
+- ``None`` (default): every other seat plays uniformly at random (drawn from the env's own
+  generator, so ``reset(seed=...)`` fixes them too);
+- one :class:`Policy` (anything with ``name`` and ``act(observation, action_mask)``, such as
+  ``agents.make("greedy")``): it plays every other seat;
+- a sequence of ``players - 1`` policies: they play the other seats in seat order;
+- an :class:`OpponentDraw`: a callable ``draw(rng, seat) -> (kind, table)`` called once per
+  episode with the env's generator and the learner's seat, returning a name for the episode's
+  opponents and one policy per seat (``None`` at the learner's). Training's opponent pool is one
+  (``training.pool.OpponentPool``: a kind drawn per episode, frozen snapshots of the learner).
+
+Each policy with ``reset(seat, seed)`` is reset before each episode with a seed drawn from the
+env's generator.
 
 Seat: drawn per episode (``seat=None``, default: seat research needs every seat) or fixed.
 ``reset(options={"game": game, "seat": s})`` starts from a built position (``Game.from_position``)
@@ -41,7 +49,6 @@ without a mask, can step it) ends the episode with reward ``ILLEGAL_REWARD[rewar
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -52,20 +59,31 @@ from gymnasium import spaces
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.render import describe
 from odin_env.rules import NUM_ACTIONS, Config, Game
+from odin_env.spec import game_config
 
-SELF = "self"
 ILLEGAL_MODES = ("terminate", "raise")
 ILLEGAL_REWARD = {"penalty": -9.0, "win": -1.0}
 """What an illegal action pays with ``illegal="terminate"``: the worst a hand can cost."""
-DEFAULT_MAX_SNAPSHOTS = 5
 
 
 class Policy(Protocol):
-    """What an opponent must offer: the :class:`agents.base.Agent` protocol."""
+    """What an opponent must offer: the ``agents.base.Agent`` protocol."""
 
     name: str
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int: ...
+
+
+class OpponentDraw(Protocol):
+    """Draws one episode's opponents: ``(kind, table)`` with ``table[seat] is None``."""
+
+    def __call__(
+        self, rng: np.random.Generator, seat: int
+    ) -> tuple[str, Sequence[Policy | None]]: ...
+
+
+RANDOM = "random"
+"""The kind reported in ``info["opponent"]`` for the default uniform random opponents."""
 
 
 class SingleAgentEnv(gym.Env):
@@ -75,28 +93,26 @@ class SingleAgentEnv(gym.Env):
 
     def __init__(
         self,
-        players: int = 4,
-        threshold: int = 15,
-        colours: int | None = None,
-        first_player: str = "rotate",
-        episode: str = "game",
-        reward: str = "penalty",
-        opponents: Sequence[str] = ("random",),
+        config: Config | None = None,
+        *,
+        opponents: Policy | Sequence[Policy] | OpponentDraw | None = None,
         seat: int | None = None,
-        max_snapshots: int = DEFAULT_MAX_SNAPSHOTS,
         illegal: str = "terminate",
         render_mode: str | None = None,
+        **settings: Any,
     ):
         super().__init__()
-        self.config = Config(players, threshold, colours, first_player, episode, reward)
-        if isinstance(opponents, str):
-            opponents = [opponents]
-        if not opponents:
-            raise ValueError("opponents must name at least one kind (an agent spec or 'self')")
-        self.opponents = [str(kind) for kind in opponents]
-        for kind in self.opponents:
-            if kind != SELF:
-                check_spec(kind)
+        self.config = config = game_config(config, settings)
+        players = config.players
+        self.opponents = opponents
+        if not _is_draw(opponents) and opponents is not None and not _is_policy(opponents):
+            opponents = list(opponents) if isinstance(opponents, Sequence) else []
+            if len(opponents) != players - 1 or not all(map(_is_policy, opponents)):
+                raise ValueError(
+                    f"opponents must be None, one policy (with act), {players - 1} policies for "
+                    f"the other seats, or a draw(rng, seat) callable; got {self.opponents!r}"
+                )
+            self.opponents = opponents
         if seat is not None and (
             isinstance(seat, bool)
             or not isinstance(seat, (int, np.integer))
@@ -109,54 +125,40 @@ class SingleAgentEnv(gym.Env):
             raise ValueError(f"illegal must be one of {', '.join(ILLEGAL_MODES)}; got {illegal!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None or ansi; got {render_mode!r}")
-        if max_snapshots < 1:
-            raise ValueError(f"max_snapshots must be >= 1; got {max_snapshots}")
         self.fixed_seat = None if seat is None else int(seat)
         self.illegal = illegal
         self.render_mode = render_mode
         self.observation_space = spaces.Box(0.0, np.inf, (OBS_SIZE,), np.float32)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        self.snapshots: deque[Policy] = deque(maxlen=max_snapshots)
-        self._agents: dict[tuple[str, int], Policy] = {}
         self.game: Game | None = None
         self.seat = 0
-        self.kind = self.opponents[0]
+        self.kind = RANDOM
         self._players: list[Policy | None] = []
         self._pending = 0.0
         self._ended = True
 
     # -- opponents -------------------------------------------------------------------------------
 
-    def add_snapshot(self, policy: Policy) -> None:
-        """Add a frozen learner snapshot to the ``self`` pool (the oldest drops out when full)."""
-        self.snapshots.append(policy)
-
-    def set_snapshots(self, policies: Sequence[Policy]) -> None:
-        """Replace the ``self`` pool (the most recent ``max_snapshots`` are kept)."""
-        self.snapshots.clear()
-        self.snapshots.extend(policies)
-
     def _draw_opponents(self, rng: np.random.Generator) -> None:
-        kinds = self.opponents
-        if not self.snapshots and SELF in kinds:
-            kinds = [k for k in kinds if k != SELF] or ["random"]
-        self.kind = kinds[int(rng.integers(len(kinds)))]
-        players: list[Policy | None] = []
-        for seat in range(self.config.players):
-            if seat == self.seat:
-                players.append(None)
-            elif self.kind == SELF:
-                players.append(self.snapshots[int(rng.integers(len(self.snapshots)))])
-            else:
-                agent = self._agents.get((self.kind, seat))
-                if agent is None:
-                    from agents.base import make
-
-                    agent = self._agents[self.kind, seat] = make(self.kind)
-                if hasattr(agent, "reset"):
-                    agent.reset(seat, int(rng.integers(2**63)))
-                players.append(agent)
-        self._players = players
+        n, seat, opponents = self.config.players, self.seat, self.opponents
+        if opponents is None:
+            self.kind, table = RANDOM, [None] * n
+        elif _is_draw(opponents):
+            self.kind, table = opponents(rng, seat)
+            table = list(table)
+            if len(table) != n or table[seat] is not None:
+                raise ValueError(
+                    f"the opponent draw must return {n} seats with None at the learner's seat "
+                    f"{seat}; got {table!r}"
+                )
+        else:
+            others = [opponents] * (n - 1) if _is_policy(opponents) else list(opponents)
+            table = others[:seat] + [None] + others[seat:]
+            self.kind = "+".join(dict.fromkeys(p.name for p in others))
+        for s, policy in enumerate(table):
+            if policy is not None and hasattr(policy, "reset"):
+                policy.reset(s, int(rng.integers(2**63)))
+        self._players = table
 
     # -- the Gymnasium API -----------------------------------------------------------------------
 
@@ -234,7 +236,11 @@ class SingleAgentEnv(gym.Env):
         self._collect(game.play_forced())
         while not game.is_over and game.current != seat:
             current = game.current
-            action = players[current].act(observe(game, current), game.legal_mask())
+            player = players[current]
+            if player is None:  # the default opponents: uniform over the legal actions
+                action = game.legal[int(self.np_random.integers(len(game.legal)))]
+            else:
+                action = player.act(observe(game, current), game.legal_mask())
             self._collect(game.apply(action))
             self._collect(game.play_forced())
 
@@ -251,16 +257,14 @@ class SingleAgentEnv(gym.Env):
         }
 
 
-def check_spec(spec: str) -> None:
-    """Fail early on an opponent spec ``agents.make`` would refuse (without loading a model)."""
-    from agents.base import agent_names
-
-    name, _, path = spec.partition(":")
-    if name == "ppo" or (name in agent_names() and not path):
-        return
-    raise ValueError(
-        f"unknown opponent {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH and 'self'"
-    )
+def _is_policy(obj: object) -> bool:
+    return callable(getattr(obj, "act", None))
 
 
-__all__ = ["SingleAgentEnv", "SELF", "check_spec", "ILLEGAL_REWARD", "ILLEGAL_MODES", "Policy"]
+def _is_draw(obj: object) -> bool:
+    return callable(obj) and not _is_policy(obj)
+
+
+__all__ = [
+    "ILLEGAL_MODES", "ILLEGAL_REWARD", "OpponentDraw", "Policy", "SingleAgentEnv",
+]  # fmt: skip

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from agents.analysis import (
+from evaluation.analysis import (
     action_text,
     agent_available,
     behaviour,
@@ -18,7 +18,7 @@ from agents.analysis import (
     summarise,
     two_proportions,
 )
-from agents.tournament import play_tournament
+from evaluation.tournament import play_tournament
 from odin_env.cards import parse_card
 from odin_env.combos import SINGLE, combo_index
 from odin_env.observation import observe

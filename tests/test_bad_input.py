@@ -8,7 +8,7 @@ import pytest
 
 import odin_env
 from odin_env import combos
-from odin_env.rules import NUM_ACTIONS, PASS, TAKE, Config, Game
+from odin_env.rules import NUM_ACTIONS, PASS, TAKE, Config, Game, check_action
 
 
 def _positions() -> list[tuple[str, Game]]:
@@ -114,3 +114,95 @@ def test_env_num_players_alias_is_checked_like_players(num_players: int) -> None
         odin_env.env(num_players=num_players)
     with pytest.raises(ValueError, match="disagree"):
         odin_env.env(players=3, num_players=4)
+
+
+# -- what an action may be: one rule (rules.check_action) for the engine and every env mode ------
+
+BAD_ACTIONS = [
+    pytest.param(float(PASS), TypeError, id="float"),
+    pytest.param(np.float32(0), TypeError, id="np.float32"),
+    pytest.param(None, TypeError, id="None"),
+    pytest.param("pass", TypeError, id="str"),
+    pytest.param(True, TypeError, id="bool"),
+    pytest.param(np.bool_(True), TypeError, id="np.bool_"),
+    pytest.param(np.array([PASS]), TypeError, id="array"),
+    pytest.param(-1, ValueError, id="-1"),
+    pytest.param(NUM_ACTIONS, ValueError, id="NUM_ACTIONS"),
+    pytest.param(5000, ValueError, id="5000"),
+    pytest.param(np.int64(-1), ValueError, id="np.int64(-1)"),
+    pytest.param(10**30, ValueError, id="10**30"),
+]
+
+
+def _names_action_and_range(message: str, action: object) -> bool:
+    named = repr(action) in message or str(action) in message
+    return named and f"integer 0-{NUM_ACTIONS - 1}" in message
+
+
+@pytest.mark.parametrize(("action", "error"), BAD_ACTIONS)
+def test_check_action_refuses_non_integers_and_out_of_range_actions(action, error) -> None:
+    with pytest.raises(error) as raised:
+        check_action(action)
+    assert _names_action_and_range(str(raised.value), action), raised.value
+    # A non-integer is a TypeError that is also a ValueError: handlers written for "every
+    # refused action is a ValueError" keep working.
+    assert isinstance(raised.value, ValueError)
+    # The engine applies the same rule and changes nothing.
+    game = Game(Config(), seed=0)
+    before = game.snapshot()
+    with pytest.raises(error):
+        game.apply(action)
+    assert game.snapshot() == before
+
+
+@pytest.mark.parametrize("illegal", ["raise", "terminate"])
+@pytest.mark.parametrize(("action", "error"), BAD_ACTIONS)
+def test_env_refuses_non_integer_and_out_of_range_actions_in_every_mode(
+    action, error, illegal: str
+) -> None:
+    environment = odin_env.env(players=3, illegal=illegal)
+    environment.reset(seed=0)
+    game = environment.unwrapped.game
+    before = game.snapshot()
+    agent = environment.agent_selection
+    with pytest.raises(error) as raised:
+        environment.step(action)
+    assert _names_action_and_range(str(raised.value), action), raised.value
+    # Refused before anything happened: no move, no termination, no reward.
+    assert game.snapshot() == before
+    assert environment.agent_selection == agent
+    assert not any(environment.terminations.values())
+    assert not any(environment.rewards.values())
+    # The episode goes on with a legal action.
+    legal = np.flatnonzero(environment.observe(agent)["action_mask"])
+    environment.step(int(legal[0]))
+
+
+@pytest.mark.parametrize("illegal", ["raise", "terminate"])
+def test_numpy_integer_actions_are_accepted_and_dead_agents_step_with_none(illegal: str) -> None:
+    assert check_action(np.int64(PASS)) == PASS and type(check_action(np.uint16(7))) is int
+    environment = odin_env.env(players=3, episode="hand", illegal=illegal)
+    environment.reset(seed=1)
+    rng = np.random.default_rng(1)
+    kinds = (np.int64, np.int32, np.int16, int)
+    steps = 0
+    for _agent in environment.agent_iter():
+        obs, _, termination, truncation, _ = environment.last()
+        if termination or truncation:
+            environment.step(None)  # PettingZoo's protocol for a dead agent
+            continue
+        legal = np.flatnonzero(obs["action_mask"])
+        environment.step(kinds[steps % 4](legal[rng.integers(len(legal))]))
+        steps += 1
+    assert not environment.agents and steps > 0
+
+
+def test_terminate_mode_still_ends_the_episode_on_an_illegal_integer_action() -> None:
+    environment = odin_env.env(players=3, illegal="terminate")
+    environment.reset(seed=0)
+    mask = environment.observe(environment.agent_selection)["action_mask"]
+    environment.step(np.int64(np.flatnonzero(mask == 0)[0]))  # in range, not legal here
+    assert all(environment.terminations.values())
+    for _agent in environment.agent_iter():  # every dead agent is stepped with None
+        environment.step(None)
+    assert not environment.agents

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from agents.base import RandomAgent
-from agents.batched import (
+from agents.batch import (
     BatchAgent,
     BatchRandomAgent,
     PerGameAgent,

@@ -14,16 +14,12 @@ import numpy as np
 import pytest
 from probe_agents import ObsHash
 
-from agents.batched import (
-    BatchRandomAgent,
-    act_by_seat,
-    has_batch_form,
-    make_batch_agent,
-)
+from agents.batch import BatchRandomAgent, act_by_seat
 from agents.batched_heuristics import BatchGreedyAgent
 from agents.hand import VALUE_OF, joins, see
 from agents.heuristics import Greedy
-from agents.tournament import play_deals, play_tournament
+from agents.registry import has_batch_form, make_batch_agent
+from evaluation.tournament import play_deals, play_tournament
 from odin_env.batched import BatchedGames
 from odin_env.combos import COMBO_BITS, COMBO_SIZE
 from odin_env.observation import LAYOUT, OBS_SIZE, views

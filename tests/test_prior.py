@@ -9,22 +9,17 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
-from agents.base import make
-from agents.ppo import (
-    PRIOR_AT,
-    PRIOR_WEIGHT,
-    LegalSetPolicy,
-    NumpyPolicy,
-    PPOAgent,
-    prior_actions,
-    prior_space,
-    save_policy_only,
-)
-from agents.selfplay import SelfPlayCollector
-from agents.training import TrainConfig, build_model, spaces_env
+from agents.ppo import PRIOR_AT, PRIOR_WEIGHT, PPOAgent, prior_actions
+from agents.registry import make
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
+from training.checkpoints import save_policy_only
+from training.collector import SelfPlayCollector
+from training.config import TrainConfig
+from training.policy import LegalSetPolicy, prior_space, snapshot
+from training.run import build_model
+from training.subproc import spaces_env
 
 PLANNER = make("planner")
 
@@ -77,7 +72,7 @@ def test_a_fresh_prior_policy_plays_exactly_as_its_heuristic():
             action_masks=th.as_tensor(masks),
         )
     assert np.array_equal(best.numpy(), expected)
-    player = NumpyPolicy.from_policy(policy)
+    player = snapshot(policy)
     assert player.prior == "planner" and player.prior_weight == pytest.approx(PRIOR_WEIGHT)
     assert np.array_equal(player.act_batch(obs, masks), expected)
 
@@ -138,7 +133,7 @@ def test_a_saved_prior_model_loads_with_its_prior_and_plays_the_same(tmp_path):
     agent = PPOAgent.load(tmp_path / "prior.zip")
     assert agent.prior == "planner" and agent.prior_weight == pytest.approx(0.7)
     obs, masks = positions(80, seed=9)
-    live = NumpyPolicy.from_policy(model.policy)
+    live = snapshot(model.policy)
     assert np.array_equal(agent.act_batch(obs, masks), live.act_batch(obs, masks))
     # With the weight at 0.7 the network overrules the planner somewhere: the prior is not all.
     assert not np.array_equal(agent.act_batch(obs, masks), prior_actions(PLANNER, obs, masks))
@@ -156,7 +151,8 @@ def test_a_prior_needs_the_batched_engine():
 
 
 def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_path):
-    from agents.ppo import average_models, read_model
+    from agents.ppo import read_model
+    from training.checkpoints import average_models
 
     paths = []
     for seed, weight in ((0, 1.0), (1, 3.0)):

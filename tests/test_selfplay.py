@@ -1,4 +1,4 @@
-"""Self-play collection on the batched engine (agents.selfplay): reward credit per seat, terminal
+"""Self-play collection on the batched engine (training.selfplay): reward credit per seat, terminal
 flags, GAE against a plain reference, rollouts carried across boundaries, training, seeding."""
 
 from __future__ import annotations
@@ -10,19 +10,14 @@ import pytest
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from agents.pool import LEARNER, OpponentPool
-from agents.selfplay import (
-    FinishedEpisode,
-    SelfPlayCollector,
-    episode_summary,
-    gae,
-    train_on_rollout,
-    train_selfplay,
-)
-from agents.training import TrainConfig, build_model
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.single_agent import SingleAgentEnv
+from training.collector import FinishedEpisode, SelfPlayCollector, gae
+from training.config import TrainConfig
+from training.pool import LEARNER, OpponentPool
+from training.run import build_model
+from training.selfplay import episode_summary, train_on_rollout, train_selfplay
 
 GAMMA, LAMBDA = 0.9, 0.8
 
@@ -31,7 +26,7 @@ def tiny_model(players: int = 4, seed: int = 0):
     """The real training's model (``build_model``), with small layers and minibatches."""
     th.set_num_threads(1)
     config = TrainConfig(
-        players=players,
+        game=Config(players=players),
         n_envs=1,
         n_steps=64,
         batch_size=128,

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from agents import make
 from odin_env.cards import parse_card
 from odin_env.combos import combo_index
 from odin_env.rules import PASS, Config, Game
 from odin_env.single_agent import ILLEGAL_REWARD, SingleAgentEnv
+from training.pool import OpponentPool
 
 
 class FirstPlay:
@@ -20,19 +22,25 @@ class FirstPlay:
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         return int(np.flatnonzero(action_mask)[0])
 
+    def reset(self, seat: int, seed: int | None = None) -> None:
+        pass
+
+
+def pool(*kinds: str, players: int = 4) -> OpponentPool:
+    """Training's opponent pool, as the env's per-episode opponent draw."""
+    return OpponentPool(kinds, players, batched=False)
+
 
 def cards(*names: str) -> list[int]:
     return [parse_card(n) for n in names]
 
 
 def stub_env(**kwargs) -> SingleAgentEnv:
-    env = SingleAgentEnv(opponents=["self"], **kwargs)
-    env.set_snapshots([FirstPlay()])
-    return env
+    return SingleAgentEnv(opponents=FirstPlay(), **kwargs)
 
 
 def test_passes_gymnasium_env_checker():
-    check_env(SingleAgentEnv(opponents=["greedy"]), skip_render_check=True)
+    check_env(SingleAgentEnv(opponents=make("greedy")), skip_render_check=True)
 
 
 def opponent_ends_hand(config: Config) -> Game:
@@ -88,7 +96,7 @@ def test_r14_losing_learner_gets_nothing_when_an_opponent_wins_the_game():
 def test_rewards_over_an_episode_sum_to_the_learners_outcome(reward):
     """Every hand's penalty (or the final win share) reaches the learner exactly once, whoever
     ended the hand."""
-    env = SingleAgentEnv(opponents=["greedy", "random"], reward=reward)
+    env = SingleAgentEnv(opponents=pool("greedy", "random"), reward=reward)
     rng = np.random.default_rng(1)
     for episode in range(6):
         _, info = env.reset(seed=episode)
@@ -103,7 +111,7 @@ def test_rewards_over_an_episode_sum_to_the_learners_outcome(reward):
 
 
 def test_learner_is_asked_only_for_its_own_real_choices():
-    env = SingleAgentEnv(opponents=["greedy"])
+    env = SingleAgentEnv(opponents=make("greedy"))
     rng = np.random.default_rng(2)
     _, info = env.reset(seed=3)
     for _ in range(200):
@@ -127,24 +135,42 @@ def test_seat_is_drawn_per_episode_or_fixed():
 
 
 def test_opponent_kind_is_drawn_per_episode_from_the_pool():
-    env = SingleAgentEnv(opponents=["greedy", "random"])
+    env = SingleAgentEnv(opponents=pool("greedy", "random"))
     kinds = {env.reset(seed=s)[1]["opponent"] for s in range(30)}
     assert kinds == {"greedy", "random"}
 
 
-def test_self_without_snapshots_falls_back_then_uses_the_bounded_pool():
-    env = SingleAgentEnv(opponents=["self"], max_snapshots=2)
+def test_self_without_snapshots_falls_back_then_draws_each_seat_from_the_snapshots():
+    draw = pool("self")
+    env = SingleAgentEnv(opponents=draw)
     assert env.reset(seed=0)[1]["opponent"] == "random"
-    stubs = [FirstPlay() for _ in range(3)]
-    for stub in stubs:
-        env.add_snapshot(stub)
-    assert list(env.snapshots) == stubs[1:]
+    stubs = [FirstPlay() for _ in range(2)]
+    draw.set_snapshots(stubs)
     assert env.reset(seed=0)[1]["opponent"] == "self"
+    assert {id(p) for p in env._players if p is not None} <= {id(s) for s in stubs}
+
+
+def test_fixed_opponents_play_the_other_seats_in_seat_order():
+    first, second, third = FirstPlay(), FirstPlay(), FirstPlay()
+    env = SingleAgentEnv(opponents=[first, second, third], seat=1)
+    env.reset(seed=0)
+    assert env._players == [first, None, second, third]
+
+
+def test_default_opponents_are_seeded_by_the_env():
+    def trace(seed: int) -> list:
+        env = SingleAgentEnv()
+        obs, info = env.reset(seed=seed)
+        return [obs.tobytes()] + [
+            env.step(int(np.flatnonzero(env.action_masks())[0]))[0].tobytes() for _ in range(5)
+        ]
+
+    assert trace(3) == trace(3)
 
 
 def test_same_seed_same_episode():
     def trace(seed: int) -> list:
-        env = SingleAgentEnv(opponents=["greedy", "random"])
+        env = SingleAgentEnv(opponents=pool("greedy", "random"))
         obs, info = env.reset(seed=seed)
         out = [obs.tobytes()]
         for _ in range(30):
@@ -181,8 +207,10 @@ def test_illegal_action_terminates_by_default():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"opponents": ["nobody"]}, "unknown opponent 'nobody'"),
-        ({"opponents": []}, "at least one"),
+        ({"opponents": ["nobody"]}, "opponents must be None, one policy"),
+        ({"opponents": []}, "opponents must be None, one policy"),
+        ({"opponents": 5}, "opponents must be None, one policy"),
+        ({"ployers": 4}, "unknown game setting 'ployers'"),
         ({"seat": 4}, "seat must be"),
         ({"players": 7}, "players must be"),
         ({"illegal": "ignore"}, "illegal must be"),

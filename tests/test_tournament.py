@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from agents import stats, studies
-from agents.tournament import GameRecord, deal_seed, play_tournament, rotation_order
+from evaluation import stats, studies
+from evaluation.tournament import GameRecord, deal_seed, play_tournament, rotation_order
 from odin_env.rules import Config
 
 SPECS = ["planner", "greedy", "random", "random"]

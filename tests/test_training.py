@@ -17,12 +17,14 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
-from agents.base import make
-from agents.ppo import BUNDLED_MODEL, LegalSetPolicy, NumpyPolicy, PPOAgent
-from agents.tournament import play_game
-from agents.training import STATE_MEMBER, _state_from_bytes
+from agents.ppo import BUNDLED_MODEL, PPOAgent
+from agents.registry import make
+from evaluation.tournament import play_game
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
+from odin_env.seeding import spawn_seed
+from training.checkpoints import STATE_MEMBER, _state_from_bytes
+from training.policy import LegalSetPolicy, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 # Small enough to finish in seconds: 2 envs x 32 steps per rollout, 64-sample minibatches.
@@ -237,7 +239,7 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
     state = checkpoint_state(run / "checkpoint.zip")
     assert len(state.snapshots) >= 3 and state.last_snapshot >= 192
     plays_legal_moves(make(f"ppo:{run / 'checkpoint.zip'}"), players=4, games=1)
-    from agents.analysis import read_scalars
+    from evaluation.analysis import read_scalars
 
     tags = set(read_scalars(run / "tb"))
     assert {"opponents/greedy/win_rate", "opponents/self/win_rate"} <= tags, tags
@@ -273,7 +275,7 @@ def test_bundled_model_plays_legal_moves_at_every_table_size(players):
 def test_bundled_model_beats_random_and_greedy(opponent, least):
     """A quick check of the strength measured in the README (56% against three greedy over
     2,000 games; parity is 25%), on 40 seeded, seat-rotated games."""
-    from agents.tournament import play_tournament
+    from evaluation.tournament import play_tournament
 
     records = play_tournament(
         ["ppo", opponent, opponent, opponent], Config(), 10, 3, progress=False
@@ -330,7 +332,7 @@ def test_legal_set_policy_matches_sb3_contribs_masked_distribution():
 def test_numpy_policy_picks_the_torch_policys_most_probable_legal_action():
     policy = small_policy()
     obs, masks, _ = real_batch(64)
-    player = NumpyPolicy.from_policy(policy)
+    player = snapshot(policy)
     with th.no_grad():
         best, _, _ = policy(obs, deterministic=True, action_masks=masks)
     assert np.array_equal(player.act_batch(obs.numpy(), masks.numpy()), best.numpy())
@@ -340,14 +342,15 @@ def test_numpy_policy_picks_the_torch_policys_most_probable_legal_action():
 def test_r13_imitation_returns_add_up_each_seats_penalties():
     """With no discount, a seat's return at its first decision is minus its final total: every
     hand's penalty is credited to that seat, whoever ended the hand."""
-    from agents.training import collect_demonstrations
+    from training.imitation import collect_demonstrations
 
     config = Config(players=3)
     data = collect_demonstrations("greedy", config, games=1, seed=4, gamma=1.0)
-    game = Game(config, seed=int(np.random.default_rng(4).integers(2**63)))
+    deal = int(np.random.default_rng(spawn_seed(4, config.players)).integers(2**63))
+    game = Game(config, seed=deal)
     play_game(game, [make("greedy")] * 3)
     seat_of_row = []
-    replay = Game(config, seed=int(np.random.default_rng(4).integers(2**63)))
+    replay = Game(config, seed=deal)
     while True:
         replay.play_forced()
         if replay.is_over:
@@ -363,13 +366,9 @@ def test_r13_imitation_returns_add_up_each_seats_penalties():
 
 
 def test_imitation_warm_start_learns_the_teachers_choices(tmp_path):
-    from agents.training import (
-        TrainConfig,
-        build_model,
-        collect_demonstrations,
-        imitate,
-        make_vec_env,
-    )
+    from training import TrainConfig, build_model
+    from training.imitation import collect_demonstrations, imitate
+    from training.subproc import make_vec_env
 
     config = TrainConfig(
         runs_dir=str(tmp_path), n_envs=1, net_pi=[64], net_vf=[32], imitate="greedy",
@@ -382,7 +381,7 @@ def test_imitation_warm_start_learns_the_teachers_choices(tmp_path):
         masks = np.unpackbits(held_out["masks"], axis=1, count=NUM_ACTIONS)
 
         def agreement() -> float:
-            player = NumpyPolicy.from_policy(model.policy)
+            player = snapshot(model.policy)
             return float(np.mean(player.act_batch(held_out["obs"], masks) == held_out["actions"]))
 
         before = agreement()
@@ -398,7 +397,8 @@ def test_environments_close_after_an_interrupt_inside_a_step(tmp_path):
     """Ctrl-C between two workers' replies must not leave train.py waiting forever on close."""
     import threading
 
-    from agents.training import TrainConfig, close_vec_env, make_vec_env
+    from training.config import TrainConfig
+    from training.subproc import close_vec_env, make_vec_env
 
     venv = make_vec_env(TrainConfig(runs_dir=str(tmp_path), n_envs=2), seed=0)
     venv.reset()
@@ -419,10 +419,12 @@ def test_self_play_update_with_one_decision_left_over_keeps_the_weights_finite()
     This ended a 4-player ``--engine batched`` run after 134k steps."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from agents.selfplay import SelfPlayCollector, minibatch_size, train_on_rollout
-    from agents.training import TrainConfig, build_model
     from odin_env.batched import BatchedGames
     from odin_env.single_agent import SingleAgentEnv
+    from training.collector import SelfPlayCollector
+    from training.config import TrainConfig
+    from training.run import build_model
+    from training.selfplay import minibatch_size, train_on_rollout
 
     th.set_num_threads(1)
     th.manual_seed(0)

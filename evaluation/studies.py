@@ -1,6 +1,6 @@
 """The studies behind ``evaluate.py``: a tournament, the seating study, the thresholds study, and
-the showcase that ``make run`` runs. Each one plays games (:mod:`agents.tournament`), summarises
-them (:mod:`agents.stats`), writes JSON, CSV and one PNG figure under its output folder
+the showcase that ``make run`` runs. Each one plays games (:mod:`evaluation.tournament`), summarises
+them (:mod:`evaluation.stats`), writes JSON, CSV and one PNG figure under its output folder
 (atomically: a temp file, then ``os.replace``) and returns its summary and a readable table.
 
 Nothing written depends on the time or the number of workers, so a seeded study writes the same
@@ -21,9 +21,9 @@ from pathlib import Path
 # for the process that imports this module (a notebook keeps its inline backend).
 from matplotlib.figure import Figure
 
-from agents import stats
 from agents.files import write_atomic
-from agents.tournament import GameRecord, play_tournament
+from evaluation import stats
+from evaluation.tournament import GameRecord, play_tournament
 from odin_env.rules import Config
 
 # -- writing -----------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def tournament(
 ) -> tuple[dict, str]:
     """Play a rotated-seat tournament; write ``tournament.json``, ``games.csv``,
     ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table.
-    ``engine``: see :func:`agents.tournament.play_tournament`."""
+    ``engine``: see :func:`evaluation.tournament.play_tournament`."""
     deals = deals_for(games, config.players)
     records = play_tournament(
         specs, config, deals, seed, workers=workers, progress=progress, engine=engine

@@ -14,7 +14,7 @@ reseeded per game with ``agent_seed``. ``batched`` plays up to ``batch`` games a
 :class:`~odin_env.batched.BatchedGames` (game ``(d, r)`` in a slot is exactly
 ``Game(config, seed=deal_seed(seed, d))``; a slot whose game ends is given the next game of
 the list), and asks each agent once per step for the rows where it acts (``act_batch``). It
-needs every agent in a batched form (:func:`agents.batched.make_batch_agent`: ``random``,
+needs every agent in a batched form (:func:`agents.registry.make_batch_agent`: ``random``,
 ``greedy``, ``ppo``); ``auto``, the default, picks it exactly then. A deterministic agent plays
 the same games on both engines. A stochastic one draws differently on each, but the batched random
 agent draws each decision from a key made of the deal seed, rotation, seat and decision number,
@@ -33,13 +33,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from tqdm import tqdm
 
-from agents.base import make
-from agents.batched import BatchAgent, act_by_seat, has_batch_form, make_batch_agent
+from agents.batch import BatchAgent, act_by_seat
+from agents.registry import has_batch_form, make, make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
+from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
 
-ENGINES = ("auto", "single", "batched")
+TOURNAMENT_ENGINES = ("auto", "single", "batched")
 """``play_tournament``'s engines: ``auto`` is ``batched`` when every agent has a batched form."""
 
 BATCH = 1024
@@ -68,14 +69,12 @@ class GameRecord:
 
 def deal_seed(seed: int, deal: int) -> int:
     """The seed of deal ``deal`` of a tournament seeded ``seed`` (a 63-bit int)."""
-    state = np.random.SeedSequence(seed, spawn_key=(deal,)).generate_state(2, dtype=np.uint32)
-    return int(state[0]) << 31 ^ int(state[1])
+    return spawn_seed(seed, deal)
 
 
 def agent_seed(seed: int, deal: int, rotation: int, seat: int) -> int:
     """The seed an agent gets for one game (so stochastic agents replay identically)."""
-    state = np.random.SeedSequence(seed, spawn_key=(deal, rotation, seat, 1)).generate_state(1)
-    return int(state[0])
+    return spawn_seed(seed, deal, rotation, seat, 1)
 
 
 def play_game(game: Game, seat_agents: Sequence) -> Game:
@@ -152,22 +151,11 @@ _MIN_WIDTH = 64
 """Fewest slots a batched part uses (when ``batch`` allows): fewer, and the per-step Python
 work outweighs the games' own."""
 
-_MASK64 = (1 << 64) - 1
-_GOLDEN = 0x9E3779B97F4A7C15
-
-
-def _mix64(x: int) -> int:
-    """SplitMix64's output function on a Python int (a well-mixed 64-bit hash of ``x``)."""
-    x = (x + _GOLDEN) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
-
 
 def _seat_keys(deal_seed_: int, rotation: int, players: int) -> list[int]:
     """The random key of each seat's first decision in game ``(deal, rotation)``; decision
     ``t`` of the game is keyed ``key[seat] + t * golden`` (a SplitMix64 stream per seat)."""
-    return [_mix64(deal_seed_ ^ _mix64(rotation << 8 | seat)) for seat in range(players)]
+    return [splitmix64(deal_seed_ ^ splitmix64(rotation << 8 | seat)) for seat in range(players)]
 
 
 def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameRecord]:
@@ -196,7 +184,7 @@ def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameR
     first_leader[:width] = engine.hand_leaders.tolist()
     records: list[GameRecord | None] = [None] * count
     following, live, slots = width, width, np.arange(width)
-    golden = np.uint64(_GOLDEN)
+    golden = np.uint64(GOLDEN)
     while live:
         seat = engine.seat
         # Row i's agent: the one that game i's rotation seats where its turn is.
@@ -259,8 +247,8 @@ def _work(args: tuple[_Job, range]) -> list[GameRecord]:
 
 
 def _check_engine(engine: str, batch: int) -> None:
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine not in TOURNAMENT_ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(TOURNAMENT_ENGINES)}; got {engine!r}")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
 
@@ -326,7 +314,8 @@ def play_tournament(
     """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
     game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
 
-    ``engine``: one of ``ENGINES`` (see the module docstring); ``batch``: games played at once
+    ``engine``: one of ``TOURNAMENT_ENGINES`` (see the module docstring); ``batch``: games played
+    at once
     by the batched engine (per worker); ``chunk``: deals per task of the single engine. Neither
     changes the games."""
     _check_engine(engine, batch)

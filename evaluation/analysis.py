@@ -4,7 +4,7 @@
 - :func:`agent_available`: whether an agent spec loads now (the bundled PPO model may be absent).
 - :func:`round_robin`: a leaderboard of more agents than seats, every table of ``players``
   agents playing the same seeded, seat-rotated deals; records are re-indexed into the full list
-  so :func:`agents.stats.agent_summary` rates everyone together.
+  so :func:`evaluation.stats.agent_summary` rates everyone together.
 - :func:`two_proportions`: is one win rate different from another (a two-sided z-test)?
 - :func:`read_scalars`: the scalars of a training run's TensorBoard logs.
 - :func:`behaviour` and :func:`summarise`: what an agent does at its decisions (pass rate,
@@ -27,20 +27,18 @@ import numpy as np
 from scipy import stats as scipy_stats
 from tqdm import tqdm
 
-from agents.base import Agent, make
+from agents.base import Agent
 from agents.hand import cover, joins, see
-from agents.stats import Z95
-from agents.tournament import (
+from agents.registry import make
+from evaluation.stats import Z95
+from evaluation.tournament import (
     GameRecord,
     play_deals,
     play_tournament,
 )
 from odin_env.cards import card_name, cards_of, names, value_of
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE, NUM_COMBOS
-from odin_env.rules import NUM_ACTIONS, PASS, TAKE, Config
-
-PHASES = ("lead", "follow", "take")
-"""Decision phases, in the order of the observation's ``phase`` one-hot."""
+from odin_env.rules import NUM_ACTIONS, PASS, PHASE_NAMES, TAKE, Config
 
 
 def agent_available(spec: str) -> tuple[bool, str]:
@@ -78,7 +76,7 @@ def round_robin(
     progress: bool = True,
 ) -> list[GameRecord]:
     """Every table of ``config.players`` distinct agents of ``specs`` plays the same ``deals``
-    seeded deals from every seat (:func:`agents.tournament.play_tournament`).
+    seeded deals from every seat (:func:`evaluation.tournament.play_tournament`).
 
     Returns all games, table after table (tables in ``itertools.combinations`` order); each
     record's ``agents`` indexes ``specs``. With exactly ``config.players`` specs this is one
@@ -197,7 +195,7 @@ class Decision:
 def decision_of(observation: np.ndarray, action_mask: np.ndarray, action: int) -> Decision:
     """Describe the decision ``action`` taken at ``observation`` with ``action_mask``."""
     seen = see(observation, action_mask)
-    phase = PHASES[seen.phase]
+    phase = PHASE_NAMES[seen.phase]
     hand_values = [value_of(c) for c in cards_of(seen.hand)]
     low, high = (min(hand_values), max(hand_values)) if hand_values else (0, 0)
     could_finish = any(COMBO_BITS[a] == seen.hand for a in seen.plays)
@@ -265,7 +263,7 @@ def behaviour(
     progress: bool = True,
 ) -> tuple[list[Decision], list[GameRecord]]:
     """Play ``deals`` seeded deals, each from every seat (the games of
-    :func:`agents.tournament.play_tournament` with ``rotate=True``), with ``agent`` as agent 0
+    :func:`evaluation.tournament.play_tournament` with ``rotate=True``), with ``agent`` as agent 0
     and ``opponents`` in the other seats; return agent 0's decisions and the game records."""
     n = config.players
     if len(opponents) != n - 1:
@@ -319,7 +317,6 @@ def summarise(decisions: Sequence[Decision]) -> dict[str, float]:
 
 
 __all__ = [
-    "PHASES",
     "Decision",
     "DecisionLog",
     "Scalars",

@@ -15,7 +15,7 @@ import numpy as np
 from openskill.models import PlackettLuce
 from scipy import stats
 
-from agents.tournament import GameRecord
+from evaluation.tournament import GameRecord
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""

@@ -1,5 +1,5 @@
-"""PPO on the batched engine: shared-parameter self-play (every seat of every game is the
-learner), or the learner against opponents drawn from a pool (:class:`agents.pool.OpponentPool`).
+"""Rollouts on the batched engine: shared-parameter self-play (every seat of every game is the
+learner), or the learner against opponents drawn from a pool (:class:`training.pool.OpponentPool`).
 
 A VecEnv cannot express this (one VecEnv slot is one agent, and here the seat that acts changes
 from step to step, in lockstep over all games), so :class:`SelfPlayCollector` is its own rollout
@@ -36,29 +36,24 @@ returns = advantages + values, as SB3 computes them. The kept decisions fill a
 ``model.train()`` runs PPO's usual update on it (the model's own buffer is left untouched, so
 ``model.learn`` still works on the same model).
 
-``model.num_timesteps`` counts the decisions trained on. Randomness: the engine's deals come from
-its seed, the action draws from torch's generator and the minibatch order from the generator SB3
-seeds (``model.set_random_seed``); :func:`train_selfplay` seeds all of them from its ``seed``.
+Randomness: the engine's deals come from its seed, the action draws from torch's generator;
+:func:`training.selfplay.train_selfplay` seeds both.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch as th
-from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
-from stable_baselines3.common.logger import Logger
 
-from agents.base import make
-from agents.pool import LEARNER, OpponentPool
 from agents.ppo import prior_actions
+from agents.registry import make
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
-from odin_env.rules import NUM_ACTIONS, Config
+from odin_env.rules import NUM_ACTIONS
+from training.pool import LEARNER, OpponentPool
 
 DEFAULT_BATCH = 256
 """Games in lockstep: large enough that one policy call serves many decisions, small enough that
@@ -192,7 +187,7 @@ class Rollout:
 
 class SelfPlayCollector:
     """Collects rollouts of ``model``'s policy on ``games``: in every seat (self-play), or in the
-    seats an :class:`agents.pool.OpponentPool` gives it, the opponents playing the others.
+    seats an :class:`training.pool.OpponentPool` gives it, the opponents playing the others.
 
     The collector owns the games and the open decisions carried between rollouts (see the module
     docstring); use one collector for the whole run. ``model``: a ``MaskablePPO`` whose
@@ -406,204 +401,4 @@ class SelfPlayCollector:
         )
 
 
-def fill_buffer(model: Any, rollout: Rollout) -> MaskableRolloutBuffer:
-    """A ``MaskableRolloutBuffer`` holding ``rollout`` as ``buffer_size = len(rollout)`` steps of
-    one environment, ready for ``model.train()`` (advantages and returns already in)."""
-    n = len(rollout)
-    if n == 0:
-        raise ValueError("the rollout holds no closed decision to train on")
-    buffer = MaskableRolloutBuffer(
-        1,
-        model.observation_space,
-        model.action_space,
-        device=model.device,
-        gamma=model.gamma,
-        gae_lambda=model.gae_lambda,
-        n_envs=1,
-    )
-    # Replace the 1-step arrays by the rollout's own (n, 1, ...) arrays: nothing is reallocated.
-    buffer.buffer_size = n
-    buffer.observations = rollout.obs[:, None]
-    buffer.actions = rollout.actions.reshape(n, 1, 1)
-    buffer.rewards = rollout.rewards[:, None]
-    buffer.episode_starts = np.zeros((n, 1), dtype=np.float32)
-    buffer.values = rollout.values[:, None]
-    buffer.log_probs = rollout.log_probs[:, None]
-    buffer.advantages = rollout.advantages[:, None]
-    buffer.returns = rollout.returns[:, None]
-    buffer.action_masks = rollout.masks.astype(np.float32)[:, None]
-    buffer.pos, buffer.full, buffer.generator_ready = n, True, False
-    return buffer
-
-
-def minibatch_size(decisions: int, batch_size: int) -> int:
-    """``batch_size``, or the smallest larger size that leaves no minibatch of ``decisions`` rows
-    with a single row (``decisions`` >= 2).
-
-    MaskablePPO normalizes the advantages of each minibatch by their standard deviation, which is
-    NaN for one row and then poisons every weight. A fixed-size SB3 rollout can avoid that once
-    and for all; a self-play rollout's length varies from one update to the next."""
-    if decisions < 2:
-        raise ValueError(f"a PPO update needs at least 2 decisions; got {decisions}")
-    size = max(batch_size, 2)
-    while decisions % size == 1:
-        size += 1
-    return size
-
-
-def train_on_rollout(model: Any, rollout: Rollout) -> None:
-    """One PPO update (``model.train()``: ``n_epochs`` passes in ``batch_size`` minibatches,
-    enlarged when needed so no minibatch holds a single decision: :func:`minibatch_size`) on
-    ``rollout`` (at least 2 decisions); adds its decisions to ``model.num_timesteps``."""
-    if not hasattr(model, "_logger"):
-        # model.train() records its losses; a model that never ran learn() has no logger yet.
-        model.set_logger(Logger(folder=None, output_formats=[]))
-    own, size = model.rollout_buffer, model.batch_size
-    buffer = fill_buffer(model, rollout)
-    model.batch_size = minibatch_size(len(rollout), size)
-    model.rollout_buffer = buffer
-    try:
-        model.train()
-    finally:
-        model.rollout_buffer, model.batch_size = own, size
-    model.num_timesteps += len(rollout)
-
-
-def episode_summary(episodes: list[FinishedEpisode]) -> dict[str, float]:
-    """TensorBoard figures of finished episodes: ``charts/episode_length``,
-    ``selfplay/mean_penalty`` over the self-play games (every seat's total), and
-    ``opponents/<kind>/win_rate`` and ``mean_penalty`` of the learner against each kind."""
-    if not episodes:
-        return {}
-    out = {"charts/episode_length": float(np.mean([e.decisions for e in episodes]))}
-    selfplay = [e.totals for e in episodes if e.kind == LEARNER]
-    if selfplay:
-        out["selfplay/mean_penalty"] = float(np.mean(selfplay))
-    results: dict[str, list[tuple[float, float]]] = {}
-    for e in episodes:
-        if e.kind != LEARNER:
-            results.setdefault(e.kind, []).extend(e.learner_results())
-    for kind, pairs in results.items():
-        wins, penalties = zip(*pairs)
-        out[f"opponents/{kind}/win_rate"] = float(np.mean(wins))
-        out[f"opponents/{kind}/mean_penalty"] = float(np.mean(penalties))
-    return out
-
-
-@dataclass
-class SelfPlayStats:
-    """What :func:`train_selfplay` measured."""
-
-    decisions: int = 0
-    """Decisions trained on in this call."""
-    seconds: float = 0.0
-    """Wall time of collection and updates."""
-    collect_seconds: float = 0.0
-    """Of which collecting."""
-    episodes: int = 0
-    """Episodes finished."""
-    history: list[dict[str, float]] = field(default_factory=list)
-    """Per rollout: step, decisions, steps_per_s and :func:`episode_summary`'s figures."""
-
-    @property
-    def steps_per_s(self) -> float:
-        """Learner decisions per second, collection and updates together."""
-        return self.decisions / self.seconds if self.seconds else 0.0
-
-
-def train_selfplay(
-    model: Any,
-    config: Config,
-    total_decisions: int,
-    batch: int = DEFAULT_BATCH,
-    rollout_decisions: int | None = None,
-    seed: int | None = 0,
-    callback: Callable[[Any, Rollout], bool | None] | None = None,
-    progress: bool = True,
-    pool: OpponentPool | None = None,
-) -> SelfPlayStats:
-    """Train ``model`` by self-play on ``batch`` games of ``config`` until
-    ``model.num_timesteps`` reaches ``total_decisions`` (so a resumed model continues).
-
-    ``rollout_decisions``: decisions collected per update (default ``model.n_steps *
-    model.n_envs``, the rollout size of the single-seat path, rounded up to a multiple of
-    ``batch``). ``seed``: seeds the deals (``BatchedGames``), torch's action draws and SB3's
-    minibatch order (``model.set_random_seed``); ``None`` leaves them unseeded. ``callback(model,
-    rollout)`` runs after each update (checkpoints, evaluations, snapshots); returning ``False``
-    stops training. ``pool``: the learner plays the seats it draws against its opponents (see
-    :class:`SelfPlayCollector`); ``None``: every seat. Logs ``charts/steps_per_s``,
-    ``charts/episode_length`` (learner decisions per episode), ``selfplay/mean_penalty`` (games
-    the learner held every seat) and ``opponents/<kind>/win_rate`` and ``mean_penalty`` (the
-    learner's, against each opponent kind) to ``model.logger`` and dumps it after each update.
-    """
-    from tqdm import tqdm
-
-    if isinstance(total_decisions, bool) or not isinstance(total_decisions, (int, np.integer)):
-        raise ValueError(f"total_decisions must be an integer; got {total_decisions!r}")
-    if rollout_decisions is None:
-        rollout_decisions = model.n_steps * model.n_envs
-    if isinstance(rollout_decisions, bool) or not isinstance(rollout_decisions, (int, np.integer)):
-        raise ValueError(f"rollout_decisions must be a positive integer; got {rollout_decisions!r}")
-    if rollout_decisions < 1:
-        raise ValueError(f"rollout_decisions must be a positive integer; got {rollout_decisions}")
-    if seed is not None:
-        model.set_random_seed(seed)
-    games = BatchedGames(config, batch, seed=seed)
-    collector = SelfPlayCollector(model, games, pool)
-    per_rollout = -(-int(rollout_decisions) // games.batch) * games.batch
-    stats = SelfPlayStats()
-    start = model.num_timesteps
-    bar = tqdm(
-        total=int(total_decisions),
-        initial=min(start, int(total_decisions)),
-        unit="step",
-        desc="self-play",
-        dynamic_ncols=True,
-        mininterval=2.0,
-        disable=not progress,
-    )
-    clock = time.perf_counter()
-    try:
-        while model.num_timesteps < total_decisions:
-            began = time.perf_counter()
-            rollout = collector.collect(per_rollout)
-            if len(rollout) < 2:
-                # Rollouts shorter than a turn around the table can leave (almost) every
-                # decision open, the first one mostly; one advantage cannot be normalized, so a
-                # lone closed decision is skipped and play goes on.
-                continue
-            collected = time.perf_counter()
-            model._update_current_progress_remaining(model.num_timesteps, int(total_decisions))
-            train_on_rollout(model, rollout)
-            now = time.perf_counter()
-            stats.decisions += len(rollout)
-            stats.seconds += now - began
-            stats.collect_seconds += collected - began
-            stats.episodes += len(rollout.episodes)
-            entry = {
-                "step": float(model.num_timesteps),
-                "decisions": float(len(rollout)),
-                "steps_per_s": len(rollout) / max(now - began, 1e-9),
-            }
-            entry.update(episode_summary(rollout.episodes))
-            stats.history.append(entry)
-            logger = model.logger
-            for key, value in entry.items():
-                if "/" in key or key == "steps_per_s":
-                    logger.record(key if "/" in key else f"charts/{key}", value)
-            logger.dump(step=model.num_timesteps)
-            bar.update(len(rollout))
-            rate = (model.num_timesteps - start) / max(now - clock, 1e-9)
-            bar.set_postfix_str(f"{rate:,.0f} steps/s")
-            if callback is not None and callback(model, rollout) is False:
-                break
-    finally:
-        bar.close()
-    return stats
-
-
-__all__ = [
-    "DEFAULT_BATCH", "FinishedEpisode", "Rollout", "SelfPlayCollector", "SelfPlayStats",
-    "episode_summary", "fill_buffer", "gae", "minibatch_size", "train_on_rollout",
-    "train_selfplay",
-]  # fmt: skip
+__all__ = ["DEFAULT_BATCH", "FinishedEpisode", "Rollout", "SelfPlayCollector", "gae"]

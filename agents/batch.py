@@ -14,17 +14,14 @@ acting seat's observation row and its legal-action mask. It is fed by
 :class:`agents.base.Agent` to the batched interface by asking it game by game (correct for every
 agent, fast for none: native batched agents are the fast path). ``act_by_seat`` plays a table of
 different agents, one per seat, asking each for the rows where its seat acts.
-``make_batch_agent(spec)`` builds the batched form of an :func:`agents.base.make` spec
-(``random`` -> ``BatchRandomAgent``; ``greedy`` ->
-:class:`agents.batched_heuristics.BatchGreedyAgent`, numpy over the rows, the same action as
-``Greedy`` row for row; an agent that has ``act_batch``, such as ``ppo``, as it is). The other
-heuristics have no batched form (``has_batch_form``).
+:func:`agents.registry.make_batch_agent` builds the batched form of a spec (``random``,
+``greedy`` as :class:`agents.batched_heuristics.BatchGreedyAgent`, ``ppo``).
 
 Keys: a batch's rows come from whichever games the caller batched together, so a stochastic
 batched agent drawing from one generator gives a game different actions in a different batch.
 An agent whose ``act_batch`` also takes ``keys`` (one ``uint64`` per row) draws each row's
 randomness from its key alone (``keyed_uniforms``); a caller that keys each row by its game
-and decision (``agents.tournament``) then gets the same games whatever the batch size.
+and decision (``evaluation.tournament``) then gets the same games whatever the batch size.
 """
 
 from __future__ import annotations
@@ -35,10 +32,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.base import Agent, make
+from agents.base import Agent
 from odin_env._batched_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
+from odin_env.seeding import keyed_uniforms
 
 
 @runtime_checkable
@@ -52,26 +50,12 @@ class BatchAgent(Protocol):
         ...
 
 
-def _check_batch(obs: np.ndarray, mask: np.ndarray) -> None:
+def check_batch(obs: np.ndarray, mask: np.ndarray) -> None:
+    """``ValueError`` unless ``obs`` is ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``."""
     if obs.ndim != 2 or obs.shape[1] != OBS_SIZE:
         raise ValueError(f"obs must have shape (B, {OBS_SIZE}); got {obs.shape}")
     if mask.shape != (obs.shape[0], NUM_ACTIONS):
         raise ValueError(f"mask must have shape ({obs.shape[0]}, {NUM_ACTIONS}); got {mask.shape}")
-
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-def keyed_uniforms(keys: np.ndarray) -> np.ndarray:
-    """One float64 in ``[0, 1)`` per ``uint64`` key: SplitMix64's output function of the key,
-    so equal keys give equal numbers and nearby keys unrelated ones."""
-    z = np.asarray(keys, dtype=np.uint64) + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    z ^= z >> np.uint64(31)
-    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 class BatchRandomAgent:
@@ -90,8 +74,9 @@ class BatchRandomAgent:
         self._out = np.zeros(0, dtype=np.int64)
         self._sums = np.zeros((0, NUM_ACTIONS // PICK_BLOCK + 1), dtype=np.int64)
 
-    def reset(self, seed: int | None = None) -> None:
-        """Reseed (``None``: keep the generator)."""
+    def reset(self, seat: int = 0, seed: int | None = None) -> None:
+        """Reseed (``None``: keep the generator); ``seat`` is unused (one agent serves every
+        row of a batch), taken for the one ``reset(seat, seed)`` signature of all agents."""
         if seed is not None:
             self.rng = np.random.default_rng(seed)
 
@@ -104,7 +89,7 @@ class BatchRandomAgent:
         instead of the generator, which is then left untouched. The returned array is reused
         by the next call (copy it to keep it).
         """
-        _check_batch(obs, mask)
+        check_batch(obs, mask)
         batch = mask.shape[0]
         if keys is not None and np.shape(keys) != (batch,):
             raise ValueError(
@@ -133,7 +118,7 @@ class PerGameAgent:
 
     def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The wrapped agent's action for each row, in row order."""
-        _check_batch(obs, mask)
+        check_batch(obs, mask)
         return np.array(
             [self.agent.act(obs[i], mask[i]) for i in range(obs.shape[0])], dtype=np.int64
         )
@@ -161,7 +146,7 @@ def act_by_seat(
     is asked once, for the rows where its seat acts (``seat`` from ``BatchedGames``; any index
     into ``agents`` per row works, such as the agent each game seats there). ``keys``: one
     ``uint64`` per row, handed (their rows' part) to the agents that take keys."""
-    _check_batch(obs, mask)
+    check_batch(obs, mask)
     if seat.shape != (obs.shape[0],) or (
         seat.size and not 0 <= seat.min() <= seat.max() < len(agents)
     ):
@@ -193,36 +178,7 @@ def as_batch_agent(agent: Agent | BatchAgent) -> BatchAgent:
     raise ValueError(f"{agent!r} has neither act_batch(obs, mask) nor act(observation, mask)")
 
 
-def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
-    """The batched agent of an :func:`agents.base.make` spec: ``random`` ->
-    :class:`BatchRandomAgent`, a heuristic of ``agents.batched_heuristics.BATCH_HEURISTICS``
-    (``greedy``) -> its native batched form, an agent with ``act_batch`` (``ppo``) as it is;
-    ``ValueError`` for an agent without a batched form (``shaper``, ``planner``) or an unknown
-    spec."""
-    # Imported here: agents.batched_heuristics imports this module.
-    from agents.batched_heuristics import BATCH_HEURISTICS
-
-    if spec == "random":
-        return BatchRandomAgent(seed)
-    if spec in BATCH_HEURISTICS:
-        return BATCH_HEURISTICS[spec](seed)
-    agent = make(spec, seed)
-    if not isinstance(agent, BatchAgent):
-        raise ValueError(
-            f"agent {spec!r} has no batched form (act_batch): batched agents are random, "
-            f"{', '.join(BATCH_HEURISTICS)} and ppo"
-        )
-    return agent
-
-
-def has_batch_form(spec: str) -> bool:
-    """Whether :func:`make_batch_agent` accepts ``spec`` (``ValueError`` if it is unknown)."""
-    from agents.batched_heuristics import BATCH_HEURISTICS
-
-    return spec == "random" or spec in BATCH_HEURISTICS or isinstance(make(spec), BatchAgent)
-
-
 __all__ = [
     "BatchAgent", "BatchRandomAgent", "PerGameAgent", "act_by_seat", "as_batch_agent",
-    "has_batch_form", "keyed_uniforms", "make_batch_agent", "takes_keys",
+    "check_batch", "takes_keys",
 ]  # fmt: skip

@@ -1,0 +1,69 @@
+"""Every player of the lab by name: ``make(spec)`` and ``make_batch_agent(spec)``.
+
+Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
+:data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled model) or ``ppo:PATH`` (a model
+file). Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for
+``random``, ``greedy`` and ``ppo``; :func:`has_batch_form` says which.
+"""
+
+from __future__ import annotations
+
+from agents.base import Agent, RandomAgent
+from agents.batch import BatchAgent, BatchRandomAgent
+from agents.batched_heuristics import BATCH_HEURISTICS
+from agents.heuristics import HEURISTICS
+from agents.ppo import PPOAgent
+
+
+def agent_names() -> list[str]:
+    """Every spec ``make`` accepts without a path."""
+    return ["random", *HEURISTICS, "ppo"]
+
+
+def check_spec(spec: str) -> None:
+    """``ValueError`` for a spec :func:`make` would refuse by its name (a model file named by
+    ``ppo:PATH`` is only read by ``make``)."""
+    if not isinstance(spec, str):
+        raise ValueError(f"an agent spec is a string; got {spec!r}")
+    name, _, path = spec.partition(":")
+    if name == "ppo" or (name in agent_names() and not path):
+        return
+    raise ValueError(
+        f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH"
+    )
+
+
+def make(spec: str, seed: int | None = None) -> Agent:
+    """Build an agent from a spec string (see the module docstring); ``ValueError`` if unknown."""
+    check_spec(spec)
+    name, _, path = spec.partition(":")
+    if name == "random":
+        return RandomAgent(seed)
+    if name == "ppo":
+        return PPOAgent.load(path or None, seed=seed)
+    return HEURISTICS[name](seed=seed)
+
+
+def has_batch_form(spec: str) -> bool:
+    """Whether :func:`make_batch_agent` accepts ``spec`` (``ValueError`` if it is unknown)."""
+    check_spec(spec)
+    return spec == "random" or spec in BATCH_HEURISTICS or spec.partition(":")[0] == "ppo"
+
+
+def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
+    """The batched agent of a spec: ``random`` -> :class:`agents.batch.BatchRandomAgent`,
+    ``greedy`` -> its native batched form, ``ppo``/``ppo:PATH`` -> the PPO player (it has
+    ``act_batch``); ``ValueError`` for an agent without a batched form or an unknown spec."""
+    if not has_batch_form(spec):
+        raise ValueError(
+            f"agent {spec!r} has no batched form (act_batch): batched agents are random, "
+            f"{', '.join(BATCH_HEURISTICS)} and ppo"
+        )
+    if spec == "random":
+        return BatchRandomAgent(seed)
+    if spec in BATCH_HEURISTICS:
+        return BATCH_HEURISTICS[spec](seed)
+    return make(spec, seed)
+
+
+__all__ = ["agent_names", "check_spec", "has_batch_form", "make", "make_batch_agent"]

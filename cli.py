@@ -1,0 +1,125 @@
+"""What the command-line tools share: flags made from settings dataclasses, one-line errors.
+
+A settings dataclass declares each setting once, with its type, default and a docstring under
+the field; :func:`add_fields` turns every field into a ``--field-name`` flag whose help is that
+docstring (Sphinx markup removed) and its default. Flags default to ``None`` so that
+:func:`given` returns only what the user typed. Abbreviated flags are refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import re
+import sys
+import types
+import typing
+from collections.abc import Iterable
+from dataclasses import MISSING, fields
+from typing import Any
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse`` with whole flag names only and a one-line error (exit 2)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def plain(text: str) -> str:
+    """``text`` without Sphinx roles and literals: ``:class:`a.B``` -> ``a.B``, ````x```` -> x."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    text = text.replace("``", "")
+    return " ".join(text.split())
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field of dataclass ``cls`` mapped to the docstring written under it."""
+    tree = ast.parse(inspect.getsource(cls).lstrip())
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, after in zip(body, body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = plain(after.value.value)
+    return docs
+
+
+def _scalar(hint: Any) -> tuple[type, bool]:
+    """``(element type, is a list)`` of a field's type hint (``X | None`` taken as ``X``)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) is list:
+        return typing.get_args(hint)[0], True
+    return hint, False
+
+
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return None
+
+
+def flag(name: str) -> str:
+    """The flag of field ``name``: ``--name-with-dashes``."""
+    return "--" + name.replace("_", "-")
+
+
+def add_fields(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    skip: Iterable[str] = (),
+    defaults: dict[str, Any] | None = None,
+) -> list[str]:
+    """Add a flag for every field of dataclass ``cls`` not in ``skip``; return the field names.
+
+    ``defaults``: defaults to show instead of the dataclass's (a CLI whose default differs)."""
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    skip, defaults, names = set(skip), defaults or {}, []
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        kind, many = _scalar(hints[f.name])
+        if kind not in (int, float, str):
+            raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {hints[f.name]}")
+        default = defaults.get(f.name, _default(f))
+        shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        parser.add_argument(
+            flag(f.name),
+            dest=f.name,
+            type=kind,
+            nargs="+" if many else None,
+            default=None,
+            metavar=f.name.upper(),
+            help=f"{docs.get(f.name, '')} (default: {shown})",
+        )
+        names.append(f.name)
+    return names
+
+
+def given(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """The fields among ``names`` that the command line set."""
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def fail(prog: str, message: object) -> int:
+    """Print ``prog: error: message`` (its first line) to stderr; return exit code 2."""
+    first = str(message).splitlines()[0] if str(message) else type(message).__name__
+    print(f"{prog}: error: {first}", file=sys.stderr)
+    return 2
+
+
+__all__ = ["Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain"]

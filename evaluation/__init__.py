@@ -1,0 +1,9 @@
+"""Evaluation of Odin agents: tournaments on seeded deals, statistics, the studies behind
+``evaluate.py`` and their plots, and helpers for the research notebooks. Imports :mod:`agents`
+and :mod:`odin_env` only.
+
+- :mod:`evaluation.tournament`: seeded, seat-rotated games on either engine, in parallel;
+- :mod:`evaluation.stats`: win rates with Wilson intervals, seat effects, ratings;
+- :mod:`evaluation.studies`: the tournament, seating, thresholds and showcase studies;
+- :mod:`evaluation.analysis`: what the notebooks need beyond those.
+"""

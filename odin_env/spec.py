@@ -1,0 +1,150 @@
+"""The game's declared constants and settings: the action space, the phases, and
+:class:`Config`, the one place the game settings are declared (every CLI flag and environment
+argument for them comes from its fields and docstrings).
+
+============  =============================================================
+index         meaning
+============  =============================================================
+0 .. 3578     play combo ``combos.COMBO_CARDS[i]``
+3579          pass (``PASS``)
+3580 .. 3633  take card id ``a - 3580`` from the combo just beaten (``TAKE``)
+============  =============================================================
+
+:func:`check_action` is the one rule for what an action may be, at every layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from odin_env.cards import NUM_CARDS, NUM_COLOURS
+from odin_env.combos import NUM_COMBOS
+
+PASS = NUM_COMBOS
+TAKE = NUM_COMBOS + 1
+NUM_ACTIONS = TAKE + NUM_CARDS
+
+LEAD, FOLLOW, TAKING, OVER = 0, 1, 2, 3
+PHASE_NAMES = ("lead", "follow", "take", "over")
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 6
+FIRST_PLAYER_RULES = ("rotate", "winner", "random", "fixed")
+EPISODES = ("game", "hand")
+REWARDS = ("penalty", "win")
+TWO_PLAYER_COLOURS = 4
+
+
+@dataclass(frozen=True)
+class Config:
+    """One game's settings. Every field is checked; a bad value raises ``ValueError``."""
+
+    players: int = 4
+    """Seats at the table, 2-6 (R2)."""
+    threshold: int = 15
+    """The game ends after a hand in which a total reaches or passes this (R14)."""
+    colours: int | None = None
+    """Colours in play, 2-6 and at least ``players``; ``None``: 4 for 2 players, else 6 (R3)."""
+    first_player: str = "rotate"
+    """Who leads each hand's first trick: rotate, winner, random or fixed (R15)."""
+    episode: str = "game"
+    """``game``: play hands until the threshold; ``hand``: one hand is the whole episode."""
+    reward: str = "penalty"
+    """``penalty``: minus the cards left, paid at each hand's end; ``win``: at the episode's end
+    1/w to each of the w players on the lowest total, 0 to the others (so a return is a win
+    share)."""
+    seed: int | None = field(default=None, compare=False)
+    """Default seed of a new game when none is given."""
+
+    def __post_init__(self) -> None:
+        _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
+        _check_int("threshold", self.threshold, 1, None)
+        if self.colours is None:
+            object.__setattr__(
+                self, "colours", TWO_PLAYER_COLOURS if self.players == 2 else NUM_COLOURS
+            )
+        _check_int("colours", self.colours, max(2, self.players), NUM_COLOURS)
+        for name, allowed in (
+            ("first_player", FIRST_PLAYER_RULES),
+            ("episode", EPISODES),
+            ("reward", REWARDS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}"
+                )
+
+
+def _check_int(name: str, value: object, low: int, high: int | None) -> None:
+    allowed = f"{low}-{high}" if high is not None else f">= {low}"
+    if name == "colours" and low > 2:
+        allowed += f" (9 cards for each of the {low} players needs {low}+ colours)"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer {allowed}; got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {allowed}; got {value}")
+
+
+ACTION_RANGES = f"0-{NUM_COMBOS - 1} play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take"
+
+
+class ActionTypeError(TypeError, ValueError):
+    """An action that is not an integer. A ``TypeError``, and a ``ValueError`` too so that code
+    catching ``ValueError`` for every refused action keeps working."""
+
+
+def check_action(action: object) -> int:
+    """The one rule for what an action may be, at every layer (engine, AEC env, wrappers).
+
+    Returns ``action`` as a Python ``int`` when it is an integer (a Python ``int`` or a numpy
+    integer; ``bool`` is not one) in ``0 .. NUM_ACTIONS - 1``. Anything else raises
+    :class:`ActionTypeError` (a ``TypeError``) when it is not an integer, ``ValueError`` when
+    it is out of range; both messages name the action and the allowed range. Whether the action
+    is legal in the position is a separate question (``Game.apply``).
+    """
+    if type(action) is not int:  # a plain int skips the slower checks
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+            raise ActionTypeError(
+                f"illegal action {action!r}: not an integer; an action is an integer "
+                f"0-{NUM_ACTIONS - 1} ({ACTION_RANGES})"
+            )
+        action = int(action)
+    if not 0 <= action < NUM_ACTIONS:
+        raise ValueError(
+            f"illegal action {action}: out of range; an action is an integer "
+            f"0-{NUM_ACTIONS - 1} ({ACTION_RANGES})"
+        )
+    return action
+
+
+def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
+    """``config``, or a :class:`Config` of ``settings`` (its field names; ``num_players`` is
+    taken as PettingZoo's name for ``players``); ``ValueError`` naming an unknown setting or a
+    conflict. What the environments' constructors share."""
+    settings = dict(settings)
+    if "num_players" in settings:
+        alias = settings.pop("num_players")
+        if settings.get("players") is None:
+            settings["players"] = alias
+        elif settings["players"] != alias:
+            raise ValueError(f"players={settings['players']} and num_players={alias} disagree")
+    names = [f.name for f in fields(Config)]
+    unknown = sorted(set(settings) - set(names))
+    if unknown:
+        raise ValueError(f"unknown game setting {unknown[0]!r}: allowed are {', '.join(names)}")
+    if config is not None:
+        if settings:
+            raise ValueError(f"give a Config or settings, not both; got {sorted(settings)}")
+        if not isinstance(config, Config):
+            raise ValueError(f"config must be an odin_env.rules.Config; got {config!r}")
+        return config
+    return Config(**settings)
+
+
+__all__ = [
+    "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "LEAD", "MAX_PLAYERS",
+    "MIN_PLAYERS", "NUM_ACTIONS", "OVER", "PASS", "PHASE_NAMES", "REWARDS", "TAKE", "TAKING",
+    "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action", "game_config",
+]  # fmt: skip

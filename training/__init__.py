@@ -1,0 +1,19 @@
+"""PPO training for Odin agents. Imports :mod:`agents`, :mod:`evaluation` (in-training
+evaluations) and :mod:`odin_env`; nothing imports it but the CLIs, benchmarks and notebooks.
+
+- :mod:`training.config`: the run's settings (:class:`TrainConfig`), declared once;
+- :mod:`training.policy`: the policy trained (legal-set masked actor-critic, residual priors);
+- :mod:`training.pool`: the opponents drawn per episode;
+- :mod:`training.subproc` and :mod:`training.collector`: the two ways of collecting experience;
+- :mod:`training.selfplay`: PPO updates on batched rollouts and the batched loop;
+- :mod:`training.imitation`: the imitation warm start;
+- :mod:`training.checkpoints`: the run's files;
+- :mod:`training.progress`: the progress display and episode figures;
+- :mod:`training.run`: a whole run (``train``), what ``train.py`` calls.
+"""
+
+from training.checkpoints import average_models, read_config
+from training.config import TrainConfig, TrainingError
+from training.run import build_model, train
+
+__all__ = ["TrainConfig", "TrainingError", "average_models", "build_model", "read_config", "train"]

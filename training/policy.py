@@ -1,0 +1,229 @@
+"""The policy the lab trains: sb3-contrib's masked actor-critic, scored over the legal set.
+
+:class:`LegalSetPolicy` is ``MaskableActorCriticPolicy`` with the action distribution computed
+over the legal actions only. Why: Odin has 3,634 actions and rarely more than a few dozen are
+legal. sb3-contrib's ``MaskableCategorical`` builds a full 3,634-way ``Categorical`` twice per
+call, validates it, and spends most of the update in softmax, entropy and their gradients over
+actions that can never be chosen; its ``Simplex`` check can also fail on float32 round-off. Here
+each row's legal actions are gathered (padded to the batch's largest legal set), their logits
+come from the gathered rows of the output layer, and ``log_softmax`` runs over those alone,
+padding at ``-inf``: exact, no magic constant, nothing to validate.
+
+Shared action features: each action's score is the usual per-action output plus
+``feature_net(latent) . ACTION_FEATURES[action]`` (:mod:`agents.ppo`), so what is learnt about
+one combo carries over to every combo sharing its traits.
+
+Residual policies (``prior``): the observation has one more column, the action a hand-written
+agent picks there (:data:`agents.ppo.PRIOR_AT`), and a learned ``prior_weight`` is added to that
+action's logit (residual policy learning, Silver et al. 2018, on logits): a fresh policy plays
+as its heuristic and PPO learns where to depart from it.
+
+:func:`snapshot` freezes a live policy into the numpy player :class:`agents.ppo.NumpyPolicy`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+from agents.ppo import (
+    ACTION_FEATURES,
+    NUM_ACTION_FEATURES,
+    PRIOR_AT,
+    PRIOR_WEIGHT,
+    NumpyPolicy,
+    check_prior,
+)
+from odin_env.observation import OBS_SIZE
+from odin_env.rules import NUM_ACTIONS
+
+
+def prior_space() -> spaces.Box:
+    """Observation space of a policy with a prior: the game observation, then the prior's action."""
+    return spaces.Box(0.0, np.inf, (OBS_SIZE + 1,), np.float32)
+
+
+class GameObservation(BaseFeaturesExtractor):
+    """The game observation part of a prior policy's observation (the prior's action column is
+    read by the policy's head, not by the network)."""
+
+    def __init__(self, observation_space: spaces.Box):
+        super().__init__(observation_space, OBS_SIZE)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return observations[:, :OBS_SIZE]
+
+
+def legal_sets(masks: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    """Each row's legal action ids, padded: ``(ids, valid)``, both ``(batch, largest set)``.
+
+    Raises ``ValueError`` for a row with no legal action (a terminal state's mask)."""
+    masks = masks.bool()
+    counts = masks.sum(1)
+    if bool((counts == 0).any()):
+        raise ValueError(
+            "an action mask has no legal action: the policy was asked to act after the end"
+        )
+    rows, cols = masks.nonzero(as_tuple=True)
+    width = int(counts.max())
+    starts = th.cumsum(counts, 0) - counts
+    pos = th.arange(rows.numel(), device=masks.device) - starts[rows]
+    ids = th.zeros(masks.shape[0], width, dtype=th.long, device=masks.device)
+    valid = th.zeros(masks.shape[0], width, dtype=th.bool, device=masks.device)
+    ids[rows, pos] = cols
+    valid[rows, pos] = True
+    return ids, valid
+
+
+class LegalSetPolicy(MaskableActorCriticPolicy):
+    """``MaskableActorCriticPolicy`` whose distribution covers only the legal actions, with
+    shared action features (see the module docstring). ``forward``, ``evaluate_actions`` (what
+    MaskablePPO trains with) and ``get_distribution`` (``predict``) all use the same logits."""
+
+    def __init__(
+        self, *args: Any, action_features: bool = True, prior: str | None = None, **kwargs: Any
+    ):
+        check_prior(prior)
+        self.action_features = action_features
+        self.prior = prior
+        if prior is not None:
+            kwargs.setdefault("features_extractor_class", GameObservation)
+        super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        if self.action_features:
+            # Scores each action by what it does (which cards go, how many, ...) so that what
+            # is learnt about one combo carries over to every combo sharing those traits.
+            self.feature_net = th.nn.Linear(self.mlp_extractor.latent_dim_pi, NUM_ACTION_FEATURES)
+            th.nn.init.orthogonal_(self.feature_net.weight, gain=0.01)
+            th.nn.init.zeros_(self.feature_net.bias)
+            features = th.as_tensor(np.array(ACTION_FEATURES))
+            self.register_buffer("features", features, persistent=False)
+        if self.prior is not None:
+            # The residual's starting point: the prior's choice is favoured by this many nats.
+            self.prior_weight = th.nn.Parameter(th.tensor(PRIOR_WEIGHT))
+        if self.action_features or self.prior is not None:
+            self.optimizer = self.optimizer_class(
+                self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+            )
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["action_features"] = self.action_features
+        data["prior"] = self.prior
+        return data
+
+    def _prior_of(self, obs: th.Tensor) -> th.Tensor:
+        return obs[:, PRIOR_AT].long()
+
+    def dense_logits(self, latent_pi: th.Tensor, obs: th.Tensor | None = None) -> th.Tensor:
+        """Unmasked scores of all 3,634 actions (``obs``: needed by a prior policy)."""
+        logits = self.action_net(latent_pi)
+        if self.action_features:
+            logits = logits + self.feature_net(latent_pi) @ self.features.T
+        if self.prior is not None:
+            bonus = th.nn.functional.one_hot(self._prior_of(obs), NUM_ACTIONS)
+            logits = logits + self.prior_weight * bonus
+        return logits
+
+    def _legal_log_probs(
+        self, latent_pi: th.Tensor, action_masks: Any, obs: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        masks = th.as_tensor(action_masks, device=latent_pi.device).reshape(-1, NUM_ACTIONS)
+        ids, valid = legal_sets(masks)
+        head = self.action_net
+        # Gathering the output rows of the legal actions costs batch x width x hidden instead of
+        # batch x 3,634 x hidden, and its gradient touches only those rows.
+        logits = th.einsum("bh,blh->bl", latent_pi, head.weight[ids]) + head.bias[ids]
+        if self.action_features:
+            logits = logits + th.einsum(
+                "bf,blf->bl", self.feature_net(latent_pi), self.features[ids]
+            )
+        if self.prior is not None:
+            chosen = (ids == self._prior_of(obs)[:, None]).to(logits.dtype)
+            logits = logits + self.prior_weight * chosen
+        log_probs = th.log_softmax(logits.masked_fill(~valid, float("-inf")), dim=1)
+        return ids, valid, log_probs
+
+    def get_distribution(self, obs: th.Tensor, action_masks: Any = None) -> Any:
+        latent_pi, _ = self._latents(obs)
+        distribution = self.action_dist.proba_distribution(
+            action_logits=self.dense_logits(latent_pi, obs)
+        )
+        if action_masks is not None:
+            distribution.apply_masking(action_masks)
+        return distribution
+
+    @staticmethod
+    def _entropy(valid: th.Tensor, log_probs: th.Tensor) -> th.Tensor:
+        finite = log_probs.masked_fill(~valid, 0.0)
+        return -(finite.exp() * finite).masked_fill(~valid, 0.0).sum(1)
+
+    def forward(
+        self, obs: th.Tensor, deterministic: bool = False, action_masks: Any = None
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        if action_masks is None and self.prior is None:
+            return super().forward(obs, deterministic, action_masks)
+        if action_masks is None:
+            action_masks = th.ones(obs.shape[0], NUM_ACTIONS, dtype=th.bool)
+        latent_pi, latent_vf = self._latents(obs)
+        values = self.value_net(latent_vf)
+        # Rollouts score a handful of observations without gradients: there the dense logits
+        # cost less than gathering (a few large ops beat many small ones).
+        masks = th.as_tensor(action_masks, device=obs.device).reshape(-1, NUM_ACTIONS).bool()
+        if not bool(masks.any(1).all()):
+            raise ValueError(
+                "an action mask has no legal action: the policy was asked to act after the end"
+            )
+        logits = self.dense_logits(latent_pi, obs).masked_fill(~masks, float("-inf"))
+        log_probs = th.log_softmax(logits, dim=1)
+        if deterministic:
+            actions = log_probs.argmax(1)
+        else:
+            # Gumbel-max draws from the softmax; illegal actions stay at -inf. (torch.multinomial
+            # over 3,634 columns cost more than the whole network here.)
+            noise = -th.log(-th.log(th.rand_like(log_probs).clamp_(min=1e-20)))
+            actions = (log_probs + noise).argmax(1)
+        return actions, values, log_probs.gather(1, actions[:, None]).squeeze(1)
+
+    def evaluate_actions(
+        self, obs: th.Tensor, actions: th.Tensor, action_masks: Any = None
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        if action_masks is None and self.prior is None:
+            return super().evaluate_actions(obs, actions, action_masks)
+        if action_masks is None:
+            action_masks = th.ones(obs.shape[0], NUM_ACTIONS, dtype=th.bool)
+        latent_pi, latent_vf = self._latents(obs)
+        values = self.value_net(latent_vf)
+        ids, valid, log_probs = self._legal_log_probs(latent_pi, action_masks, obs)
+        hit = (ids == actions.long().reshape(-1, 1)) & valid
+        if not bool(hit.any(1).all()):
+            raise ValueError("an action in the batch is not legal under its mask")
+        taken = log_probs.gather(1, hit.float().argmax(1, keepdim=True)).squeeze(1)
+        return values, taken, self._entropy(valid, log_probs)
+
+    def _latents(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        features = self.extract_features(obs)
+        if self.share_features_extractor:
+            return self.mlp_extractor(features)
+        pi_features, vf_features = features
+        return (
+            self.mlp_extractor.forward_actor(pi_features),
+            self.mlp_extractor.forward_critic(vf_features),
+        )
+
+
+def snapshot(policy: MaskableActorCriticPolicy, **kwargs: Any) -> NumpyPolicy:
+    """A frozen numpy copy of a live torch policy (a snapshot of the learner)."""
+    activation = policy.activation_fn.__name__
+    kwargs.setdefault("prior", getattr(policy, "prior", None))
+    return NumpyPolicy.from_state_dict(policy.state_dict(), activation, **kwargs)
+
+
+__all__ = ["GameObservation", "LegalSetPolicy", "legal_sets", "prior_space", "snapshot"]
