@@ -58,6 +58,10 @@ def parser() -> argparse.ArgumentParser:
         help="batched: many games at once (random, greedy, ppo agents only); auto: batched when "
         "every agent allows it; single: one game at a time",
     )  # fmt: skip
+    t.add_argument(
+        "--resume", action="store_true",
+        help="continue the partial result in --out (after Ctrl-C) with the same settings",
+    )  # fmt: skip
     _game_flags(t)
 
     s = sub.add_parser("seating", help="win rate by seat, the same agent in every seat")
@@ -164,35 +168,54 @@ def validate(args: argparse.Namespace) -> Config | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 done, 2 bad input, 130 interrupted)."""
     args = parser().parse_args(argv)
+    prog = f"{PROG} {args.command}"
     try:
         config = validate(args)
     except ValueError as e:
-        print(f"evaluate.py {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(prog, e)
 
     from evaluation import studies
+    from evaluation.provenance import provenance
+    from evaluation.tournament import TournamentInterrupted
 
     progress = not args.no_progress
-    if args.command == "tournament":
-        _, text = studies.tournament(
-            args.agents, config, args.games, args.seed, args.out, args.workers, progress,
-            engine=args.engine,
-        )  # fmt: skip
-    elif args.command == "seating":
-        _, text = studies.seating(
-            args.agent, args.players, args.first_player, args.games, args.seed, args.out,
-            config, args.workers, progress,
-        )  # fmt: skip
-    elif args.command == "thresholds":
-        _, text = studies.thresholds(
-            args.agents, args.thresholds, args.games, args.seed, args.out, config,
-            args.workers, progress,
-        )  # fmt: skip
-    else:
-        text = studies.showcase(
-            args.out, args.workers, args.games, seed=args.seed, progress=progress
+    specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
+    try:
+        if args.command == "tournament":
+            _, text = studies.tournament(
+                args.agents, config, args.games, args.seed, args.out, args.workers, progress,
+                engine=args.engine, resume=args.resume,
+            )  # fmt: skip
+        elif args.command == "seating":
+            _, text = studies.seating(
+                args.agent, args.players, args.first_player, args.games, args.seed, args.out,
+                config, args.workers, progress,
+            )  # fmt: skip
+        elif args.command == "thresholds":
+            _, text = studies.thresholds(
+                args.agents, args.thresholds, args.games, args.seed, args.out, config,
+                args.workers, progress,
+            )  # fmt: skip
+        else:
+            text = studies.showcase(
+                args.out, args.workers, args.games, seed=args.seed, progress=progress
+            )
+    except TournamentInterrupted as stop:
+        studies.write_json(args.out / "provenance.json", provenance(specs))
+        print(
+            f"\n{prog}: interrupted: the {stop.deals_done} deals finished are in "
+            f"{args.out}/ (marked partial); add --resume to play the rest",
+            file=sys.stderr,
         )
+        return 130
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except ValueError as e:
+        return cli.fail(prog, e)
+    studies.write_json(args.out / "provenance.json", provenance(specs))
     print(text)
     print(f"written under {args.out}/")
     return 0

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from agents.files import write_atomic
 from evaluation import stats
-from evaluation.tournament import GameRecord, play_tournament
+from evaluation.tournament import GameRecord, TournamentInterrupted, play_tournament
 from odin_env.rules import Config
 
 # -- writing -----------------------------------------------------------------------------------
@@ -105,14 +105,75 @@ def tournament(
     workers: int = 1,
     progress: bool = True,
     engine: str = "auto",
+    resume: bool = False,
 ) -> tuple[dict, str]:
     """Play a rotated-seat tournament; write ``tournament.json``, ``games.csv``,
     ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table.
-    ``engine``: see :func:`evaluation.tournament.play_tournament`."""
+    ``engine``: see :func:`evaluation.tournament.play_tournament`.
+
+    Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``) and
+    re-raises :class:`TournamentInterrupted`; ``resume=True`` continues a partial result in
+    ``out`` (same agents, settings and seed, else ``ValueError``) and, once complete, writes the
+    very files an uninterrupted run writes."""
     deals = deals_for(games, config.players)
-    records = play_tournament(
-        specs, config, deals, seed, workers=workers, progress=progress, engine=engine
-    )
+    key = {"agents_specs": list(specs), "config": config_dict(config), "seed": seed, "deals": deals}
+    done: list[GameRecord] = partial_records(Path(out), key) if resume else []
+    start = len({r.deal for r in done})
+    try:
+        records = done + (
+            play_tournament(
+                specs,
+                config,
+                deals,
+                seed,
+                workers=workers,
+                progress=progress,
+                engine=engine,
+                start=start,
+            )  # fmt: skip
+            if start < deals
+            else []
+        )
+    except TournamentInterrupted as stop:
+        _write_tournament(done + stop.records, specs, config, seed, deals, Path(out), partial=True)
+        raise
+    summary = _write_tournament(records, specs, config, seed, deals, Path(out))
+    return summary, tournament_table(summary)
+
+
+def partial_records(out: Path, key: dict) -> list[GameRecord]:
+    """The games of the partial tournament in ``out/tournament.json``; ``ValueError`` when there
+    is none or it was played with other agents, settings, seed or size."""
+    path = out / "tournament.json"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise ValueError(f"--resume: no readable partial tournament at {path}") from None
+    if not saved.get("partial"):
+        raise ValueError(f"--resume: {path} is complete; nothing to resume")
+    for name, value in key.items():
+        if saved.get(name) != value:
+            raise ValueError(
+                f"--resume: {path} was played with {name} {saved.get(name)!r}, not {value!r}"
+            )
+    return [GameRecord.from_dict(r) for r in saved["game_records"]]
+
+
+def _write_tournament(
+    records: list[GameRecord],
+    specs: Sequence[str],
+    config: Config,
+    seed: int,
+    deals: int,
+    out: Path,
+    partial: bool = False,
+) -> dict:
+    if not records:  # interrupted before the first deal finished
+        summary = {"study": "tournament", "agents_specs": list(specs),
+                   "config": config_dict(config), "seed": seed, "deals": deals, "games": 0,
+                   "partial": True}  # fmt: skip
+        write_json(out / "tournament.json", {**summary, "game_records": []})
+        return summary
     agents = stats.agent_summary(records, specs)
     seats = stats.seat_win_rates(records)
     summary = {
@@ -127,12 +188,15 @@ def tournament(
         "draw_rate": stats.draw_rate(records),
         "mean_hands": stats.mean_hands(records),
     }
-    out = Path(out)
-    write_json(out / "tournament.json", {**summary, "game_records": [r.to_dict() for r in records]})
+    if partial:
+        summary["partial"] = True
+    records_json = [r.to_dict() for r in records]
+    write_json(out / "tournament.json", {**summary, "game_records": records_json})
     write_csv(out / "games.csv", game_rows(records, specs))
     write_csv(out / "agents.csv", agents)
-    save_figure(_tournament_figure(agents, config), out / "tournament.png")
-    return summary, tournament_table(summary)
+    if not partial:
+        save_figure(_tournament_figure(agents, config), out / "tournament.png")
+    return summary
 
 
 def tournament_table(summary: dict) -> str:

@@ -27,6 +27,7 @@ worker processes.
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
@@ -65,6 +66,29 @@ class GameRecord:
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GameRecord:
+        """The record of :meth:`to_dict`'s output (lists back to tuples)."""
+        return cls(
+            deal=int(data["deal"]),
+            rotation=int(data["rotation"]),
+            seed=int(data["seed"]),
+            agents=tuple(data["agents"]),
+            first_leader=int(data["first_leader"]),
+            hands=tuple(tuple(h) for h in data["hands"]),
+            totals=tuple(data["totals"]),
+            winners=tuple(data["winners"]),
+        )
+
+
+class TournamentInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`play_tournament`: ``records`` holds every game of the deals that
+    finished, a prefix of the tournament in ``(deal, rotation)`` order (``deals_done`` deals)."""
+
+    def __init__(self, records: list[GameRecord], deals_done: int):
+        super().__init__(f"interrupted after {deals_done} deals")
+        self.records, self.deals_done = records, deals_done
 
 
 def deal_seed(seed: int, deal: int) -> int:
@@ -106,8 +130,12 @@ class _Job:
 _worker_agents: list = []
 
 
-def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
+def _init_worker(specs: Sequence[str], batched: bool = False, worker: bool = False) -> None:
     global _worker_agents
+    if worker:
+        # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
+        # finished games), the workers are terminated by it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if not batched:
         _worker_agents = [make(spec) for spec in specs]
         return
@@ -310,14 +338,16 @@ def play_tournament(
     chunk: int = 8,
     engine: str = "auto",
     batch: int = BATCH,
+    start: int = 0,
 ) -> list[GameRecord]:
     """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
     game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
 
-    ``engine``: one of ``TOURNAMENT_ENGINES`` (see the module docstring); ``batch``: games played
-    at once
-    by the batched engine (per worker); ``chunk``: deals per task of the single engine. Neither
-    changes the games."""
+    ``engine``: one of ``TOURNAMENT_ENGINES`` (see the module docstring); ``batch``: games
+    played at once by the batched engine (per worker); ``chunk``: deals per task of the single
+    engine. Neither changes the games. ``start``: play only deals ``start .. deals - 1`` (the
+    rest of an interrupted tournament). Ctrl-C raises :class:`TournamentInterrupted` holding the
+    games of the deals finished so far."""
     _check_engine(engine, batch)
     if len(specs) != config.players:
         raise ValueError(
@@ -325,6 +355,8 @@ def play_tournament(
         )
     if deals < 1:
         raise ValueError(f"deals must be >= 1; got {deals}")
+    if not 0 <= start < deals:
+        raise ValueError(f"start must be a deal 0-{deals - 1}; got {start}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
     if chunk < 1:
@@ -336,17 +368,21 @@ def play_tournament(
     if batched:
         # Game g is deal g // rotations, rotation g % rotations. Big parts keep the slots busy
         # (a part's last games finish with idle slots); several parts feed the workers.
-        games = deals * rotations
-        size = min(8 * job.batch, -(-games // workers))
-        chunks = [range(lo, min(lo + size, games)) for lo in range(0, games, size)]
+        first, games = start * rotations, deals * rotations
+        size = min(8 * job.batch, -(-(games - first) // workers))
+        chunks = [range(lo, min(lo + size, games)) for lo in range(first, games, size)]
     else:
-        chunks = [range(lo, min(lo + chunk, deals)) for lo in range(0, deals, chunk)]
-    bar = tqdm(total=deals * rotations, unit="game", disable=not progress, leave=False)
+        chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
+    bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
     records: list[GameRecord] = []
-    with bar:
-        for part in _map(job, chunks, workers):
-            records += part
-            bar.update(len(part))
+    try:
+        with bar:
+            for part in _map(job, chunks, workers):
+                records += part
+                bar.update(len(part))
+    except KeyboardInterrupt:
+        done = len(records) // rotations  # whole deals only: every rotation of each
+        raise TournamentInterrupted(records[: done * rotations], start + done) from None
     return records
 
 
@@ -359,5 +395,5 @@ def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameReco
         return
     # spawn, not fork: torch (PPO agents) is not fork-safe, and spawn behaves alike everywhere.
     context = mp.get_context("spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=init) as pool:
+    with context.Pool(workers, initializer=_init_worker, initargs=(*init, True)) as pool:
         yield from pool.imap(_work, [(job, part) for part in chunks])

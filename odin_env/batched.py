@@ -52,7 +52,10 @@ numpy ``Generator``.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -95,6 +98,25 @@ class BatchStep(NamedTuple):
     seat: np.ndarray
     rewards: np.ndarray
     done: np.ndarray
+
+
+_announced = False
+
+
+def _announce_compilation() -> None:
+    """Say so on stderr when the kernels are about to be compiled (numba keeps no cache of them
+    yet): a silent 20-60 s pause looks like a hang."""
+    global _announced
+    if _announced:
+        return
+    _announced = True
+    cache = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(k.__file__).parent / "__pycache__")
+    if not any(cache.rglob(f"{Path(k.__file__).stem}.*.nbi")):
+        print(
+            "odin_env: compiling the batched engine (numba, first use only: 20-60 s, then cached)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def game_seeds(seed: int | None, batch: int) -> list[int]:
@@ -245,6 +267,7 @@ class BatchedGames:
         for name, flag in (("auto_forced", auto_forced), ("parallel", parallel)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False; got {flag!r}")
+        _announce_compilation()
         self._step_games = k.step_games_parallel if parallel else k.step_games
         self.config = config = config or Config()
         self.batch = batch = int(batch)

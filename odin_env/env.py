@@ -58,7 +58,7 @@ from pettingzoo.utils import wrappers
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.render import describe
 from odin_env.rules import NUM_ACTIONS, Config, Game, check_action
-from odin_env.spec import game_config
+from odin_env.spec import check_seed, game_config
 
 ILLEGAL_MODES = ("raise", "terminate")
 
@@ -103,7 +103,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        if seed is not None:
+        if check_seed(seed) is not None:
             self._rng = np.random.default_rng(seed)
         self.game = Game(self.config, seed=self._rng)
         self.agents = self.possible_agents[:]

@@ -49,6 +49,7 @@ without a mask, can step it) ends the episode with reward ``ILLEGAL_REWARD[rewar
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -59,11 +60,16 @@ from gymnasium import spaces
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.render import describe
 from odin_env.rules import NUM_ACTIONS, Config, Game
-from odin_env.spec import game_config
+from odin_env.spec import check_action, check_seed, game_config
 
 ILLEGAL_MODES = ("terminate", "raise")
 ILLEGAL_REWARD = {"penalty": -9.0, "win": -1.0}
 """What an illegal action pays with ``illegal="terminate"``: the worst a hand can cost."""
+
+
+class RenderModeError(TypeError, ValueError):
+    """An unsupported ``render_mode``. Also a ``TypeError``: SB3's ``make_vec_env`` first asks
+    for ``render_mode="rgb_array"`` and falls back to the env's default on ``TypeError``."""
 
 
 class Policy(Protocol):
@@ -124,7 +130,7 @@ class SingleAgentEnv(gym.Env):
         if illegal not in ILLEGAL_MODES:
             raise ValueError(f"illegal must be one of {', '.join(ILLEGAL_MODES)}; got {illegal!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or ansi; got {render_mode!r}")
+            raise RenderModeError(f"render_mode must be None or ansi; got {render_mode!r}")
         self.fixed_seat = None if seat is None else int(seat)
         self.illegal = illegal
         self.render_mode = render_mode
@@ -165,7 +171,7 @@ class SingleAgentEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        super().reset(seed=seed)
+        super().reset(seed=check_seed(seed))
         rng = self.np_random
         options = options or {}
         unknown = set(options) - {"game", "seat"}
@@ -176,7 +182,17 @@ class SingleAgentEnv(gym.Env):
             seat = options.get("seat", self.fixed_seat)
             self.seat = int(rng.integers(n)) if seat is None else int(seat)
             self._draw_opponents(rng)
-            self.game = options.get("game") or Game(self.config, seed=int(rng.integers(2**63)))
+            given = options.get("game")
+            if given is not None and not isinstance(given, Game):
+                raise ValueError(
+                    f"reset options: game must be an odin_env.rules.Game; got {given!r}"
+                )
+            # A copy: the caller's position stays as it was, so it can start many episodes.
+            self.game = (
+                copy.deepcopy(given)
+                if given is not None
+                else Game(self.config, seed=int(rng.integers(2**63)))
+            )
             if self.game.config != self.config or not 0 <= self.seat < n:
                 raise ValueError(
                     f"reset options: the game must use this env's settings, seat 0-{n - 1}"
@@ -196,6 +212,7 @@ class SingleAgentEnv(gym.Env):
         game = self.game
         if game is None or self._ended:
             raise RuntimeError("step() called before reset() or after the episode ended")
+        action = check_action(action)  # an integer in the action space, in every mode
         if action not in game.legal:
             if self.illegal == "raise":
                 game.apply(action)  # raises the engine's ValueError naming the problem

@@ -119,6 +119,16 @@ def check_action(action: object) -> int:
     return action
 
 
+def check_seed(seed: object) -> int | None:
+    """``seed`` as an int, or ``None``; ``ValueError`` unless it is ``None`` or an integer
+    ``>= 0`` (numpy's generators take no negative seed)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be None or an integer >= 0; got {seed!r}")
+    return int(seed)
+
+
 def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
     """``config``, or a :class:`Config` of ``settings`` (its field names; ``num_players`` is
     taken as PettingZoo's name for ``players``); ``ValueError`` naming an unknown setting or a
@@ -146,5 +156,5 @@ def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
 __all__ = [
     "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "LEAD", "MAX_PLAYERS",
     "MIN_PLAYERS", "NUM_ACTIONS", "OVER", "PASS", "PHASE_NAMES", "REWARDS", "TAKE", "TAKING",
-    "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action", "game_config",
+    "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action", "check_seed", "game_config",
 ]  # fmt: skip

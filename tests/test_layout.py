@@ -96,9 +96,7 @@ def test_the_environment_loads_nothing_outside_itself_and_its_libraries():
     ours = {"odin_env"}
     third_party = tops - set(sys.stdlib_module_names) - ours - {"_distutils_hack"}
     strays = {
-        name
-        for name in third_party
-        if not name.startswith("_") and name not in allowed_libraries
+        name for name in third_party if not name.startswith("_") and name not in allowed_libraries
     }
     # What gymnasium and numba pull in themselves is theirs; ours and the heavy ones must not be.
     assert not strays & {"torch", "stable_baselines3", "sb3_contrib", "agents", "training"}

@@ -63,13 +63,13 @@ def test_r13_learner_gets_its_own_penalty_when_an_opponent_ends_the_hand(episode
     obs, info = env.reset(seed=0, options={"game": game, "seat": 0})
     assert info["seat"] == 0
     _, reward, terminated, _, info = env.step(combo_index(cards("R1")))
-    assert game.history == [(1, 0, 3, 5)]
+    assert env.game.history == [(1, 0, 3, 5)]
     # Its own -1: not the hand-ender's 0, not the next player's -3.
     assert reward == -1.0
     assert terminated == (episode == "hand")
     if episode == "game":
         # The next hand is dealt and the learner is asked again: the reward was not held back.
-        assert game.hand_number == 2 and game.current == 0
+        assert env.game.hand_number == 2 and env.game.current == 0
         assert info["action_mask"].sum() >= 2
 
 
@@ -79,7 +79,7 @@ def test_r14_learner_gets_its_win_when_an_opponent_ends_the_game():
     game.totals = [2, 14, 12, 4]  # seat 1 empties at 14; seat 2 reaches 15: the game ends
     env.reset(seed=0, options={"game": game, "seat": 0})
     _, reward, terminated, _, info = env.step(combo_index(cards("R1")))
-    assert terminated and game.totals == [3, 14, 15, 9]
+    assert terminated and env.game.totals == [3, 14, 15, 9]
     assert (reward, info["win"], info["penalty"]) == (1.0, 1.0, 3)
 
 
@@ -219,3 +219,46 @@ def test_illegal_action_terminates_by_default():
 def test_bad_settings_raise_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         SingleAgentEnv(**kwargs)
+
+
+def test_registered_with_gymnasium_and_usable_by_sb3_by_its_id():
+    import gymnasium as gym
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import odin_env
+
+    env = gym.make(odin_env.GYM_ID, players=3, opponents=make("greedy"))
+    obs, info = env.reset(seed=0)
+    assert obs.shape == env.observation_space.shape and info["action_mask"].any()
+    venv = make_vec_env(odin_env.GYM_ID, n_envs=2, env_kwargs={"players": 5})
+    assert venv.reset().shape == (2, *env.observation_space.shape)
+    assert venv.get_attr("config")[0].players == 5
+
+
+def test_reset_from_a_position_plays_on_a_copy():
+    env = stub_env(threshold=50)
+    game = opponent_ends_hand(env.config)
+    before = game.snapshot()
+    first, _ = env.reset(seed=0, options={"game": game, "seat": 0})
+    env.step(combo_index(cards("R1")))
+    assert game.snapshot() == before
+    again, _ = env.reset(seed=0, options={"game": game, "seat": 0})
+    assert np.array_equal(first, again)
+
+
+@pytest.mark.parametrize(
+    ("action", "error"), [(None, TypeError), ("3", TypeError), (2.5, TypeError), (-1, ValueError)]
+)
+def test_a_non_integer_or_out_of_range_action_is_refused_naming_it(action, error):
+    for illegal in ("terminate", "raise"):
+        env = SingleAgentEnv(illegal=illegal)
+        env.reset(seed=0)
+        before = env.game.snapshot()
+        with pytest.raises(error, match="illegal action"):
+            env.step(action)
+        assert env.game.snapshot() == before
+
+
+def test_a_negative_seed_is_one_clear_error():
+    with pytest.raises(ValueError, match="seed must be None or an integer >= 0; got -1"):
+        SingleAgentEnv().reset(seed=-1)

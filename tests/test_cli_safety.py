@@ -1,0 +1,111 @@
+"""The CLIs never lose work and never show a traceback for bad input (run as a person would:
+real subprocesses, Ctrl-C sent to the whole process group as a terminal sends it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess, *words: str) -> None:
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+
+
+def test_a_negative_seed_is_refused_before_any_game(tmp_path):
+    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--seed", "-1",
+               "--out", str(tmp_path / "x"))  # fmt: skip
+    one_line_error(done, "--seed", ">= 0", "-1")
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_game(tmp_path):
+    out = tmp_path / "taken"
+    out.write_text("keep me")
+    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--out", str(out))
+    one_line_error(done, "--out", "file")
+    assert out.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["evaluate.py", "tournament", "--agents", "random", "random", "--game", "3"],
+        ["train.py", "--total-step", "1000"],
+    ],
+)
+def test_abbreviated_flags_are_refused(args):
+    done = run(*args)
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_files(tmp_path):
+    common = ["tournament", "--agents", "random", "random", "random", "random", "--games",
+              "800", "--engine", "single", "--workers", "2", "--seed", "5",
+              "--no-progress"]  # fmt: skip
+    part = tmp_path / "part"
+    proc = subprocess.Popen(
+        [sys.executable, "evaluate.py", *common, "--out", str(part)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    time.sleep(6)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.fail("the tournament finished before Ctrl-C: make it longer")
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err and "--resume" in err
+    saved = json.loads((part / "tournament.json").read_text())
+    assert saved["partial"] is True
+    games = len(saved["game_records"])
+    assert 0 < games < 800 and games % 4 == 0
+    assert [r["deal"] for r in saved["game_records"]][::4] == list(range(games // 4))
+
+    done = run("evaluate.py", *common, "--out", str(part), "--resume")
+    assert done.returncode == 0, done.stderr
+    whole = tmp_path / "whole"
+    done = run("evaluate.py", *common, "--out", str(whole))
+    assert done.returncode == 0, done.stderr
+    for name in ("tournament.json", "games.csv", "agents.csv"):
+        assert (part / name).read_bytes() == (whole / name).read_bytes(), name
+    provenance = json.loads((whole / "provenance.json").read_text())
+    assert provenance["command"][0] == "evaluate.py" and provenance["numpy"]
+
+
+def test_resume_refuses_a_result_of_other_settings(tmp_path):
+    out = tmp_path / "t"
+    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--games", "4",
+               "--out", str(out), "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--games", "4",
+               "--out", str(out), "--resume", "--no-progress")  # fmt: skip
+    one_line_error(done, "--resume", "complete")
+
+
+def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monkeypatch, capsys):
+    import odin_env.batched as batched
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # an empty cache
+    monkeypatch.setattr(batched, "_announced", False)
+    batched._announce_compilation()
+    batched._announce_compilation()
+    assert capsys.readouterr().err.count("compiling the batched engine") == 1
