@@ -3,15 +3,7 @@
 No RL library is imported here. The settings (:class:`Config`) and the action space's
 constants live in :mod:`odin_env.spec` and are re-exported here. One :class:`Game` is one game
 (or one hand, with ``episode="hand"``) in progress. Every decision is one action of the shared
-action space:
-
-============  =============================================================
-index         meaning
-============  =============================================================
-0 .. 3578     play combo ``combos.COMBO_CARDS[i]``
-3579          pass (``PASS``)
-3580 .. 3633  take card id ``a - 3580`` from the combo just beaten (``TAKE``)
-============  =============================================================
+action space (the table in :mod:`odin_env.spec`).
 
 The legal actions of the decision at hand are computed once, when the decision arises, and kept
 in ``Game.legal`` (ascending). Card sets are 54-bit ints (see :mod:`odin_env.cards`).
