@@ -55,9 +55,9 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
     from training.run import build_model
     from training.selfplay import train_on_rollout
 
-    spaces_only = DummyVecEnv([lambda: SingleAgentEnv(players=config.players)])
+    spaces_only = DummyVecEnv([lambda: SingleAgentEnv(config.game)])
     model = build_model(config, spaces_only, tensorboard=False)
-    collector = SelfPlayCollector(model, BatchedGames(config.game_config(), batch, config.seed))
+    collector = SelfPlayCollector(model, BatchedGames(config.game, batch, config.seed))
     size = -(-config.n_steps * config.n_envs // batch) * batch
     train_on_rollout(model, collector.collect(size))
     steps = collecting = 0.0

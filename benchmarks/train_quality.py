@@ -45,9 +45,9 @@ def main() -> None:
                 with contextlib.redirect_stderr(io.StringIO()):  # the trainer's progress bar
                     checkpoint = train(config)
                 seconds = time.perf_counter() - start
-                table = [f"ppo:{checkpoint}"] + [args.opponent] * (config.players - 1)
+                table = [f"ppo:{checkpoint}"] + [args.opponent] * (config.game.players - 1)
                 games = play_tournament(
-                    table, config.game_config(), args.deals, seed=2026, progress=False
+                    table, config.game, args.deals, seed=2026, progress=False
                 )
                 result = agent_summary(games, table)[0]
                 low, high = result["ci_low"], result["ci_high"]

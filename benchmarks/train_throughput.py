@@ -44,11 +44,11 @@ def batched(config, rollouts: int) -> tuple[float, float]:
     from training.subproc import spaces_env
 
     model = build_model(config, spaces_env(config), tensorboard=False)
-    pool = OpponentPool(config.opponents, config.players, seed=config.seed)
+    pool = OpponentPool(config.opponents, config.game.players, seed=config.seed)
     size = config.n_steps * config.n_envs
     common = dict(batch=config.selfplay_batch, rollout_decisions=size, progress=False, pool=pool)
-    train_selfplay(model, config.game_config(), size, seed=0, **common)
-    stats = train_selfplay(model, config.game_config(), size * (rollouts + 1), seed=1, **common)
+    train_selfplay(model, config.game, size, seed=0, **common)
+    stats = train_selfplay(model, config.game, size * (rollouts + 1), seed=1, **common)
     return stats.steps_per_s, stats.collect_seconds / stats.seconds
 
 
