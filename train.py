@@ -1,23 +1,27 @@
 """Train a PPO agent for Odin (the logic lives in the ``training`` package).
 
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
-    python train.py --name pool1 --init runs/greedy1/best.zip --opponents greedy planner self
+    python train.py --name pool1 --init runs/greedy1/best.safetensors --opponents greedy self
     python train.py --resume runs/pool1 [--total-steps 6000000]
-    python train.py --name soup --average runs/a/checkpoint.zip runs/b/checkpoint.zip
+    python train.py --name soup --average runs/a/best.safetensors runs/b/best.safetensors
+    python train.py --import-sb3-zip old.zip --name old   # trusted files only: it unpickles
     python train.py --name self1 --opponents learner --total-steps 5000000
     tensorboard --logdir runs
 
 Every flag is a field of ``odin_env.rules.Config`` (the game) or ``training.TrainConfig`` (the
-run), with the same name. The trained model plays as ``ppo:runs/NAME/best.zip`` in
-``evaluate.py``. Ctrl-C (or SIGTERM) saves a checkpoint first.
+run), with the same name. The trained model plays as ``ppo:runs/NAME/best.safetensors`` in
+``evaluate.py``. Model files and checkpoints are safetensors + JSON (docs/model-format.md):
+reading them never unpickles. Ctrl-C (or SIGTERM) saves a checkpoint first.
 Exit codes: 0 done, 2 a bad setting or an unusable run/checkpoint, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import cli
@@ -40,8 +44,16 @@ def parser() -> cli.Parser:
         nargs="+",
         type=Path,
         metavar="PATH",
-        help="instead of training: write the parameter average of the model .zips given "
-        "(checkpoints of runs from one start) to runs/NAME/average.zip",
+        help="instead of training: write the parameter average of the model files given "
+        "(checkpoints of runs from one start) to runs/NAME/average.safetensors",
+    )
+    p.add_argument(
+        "--import-sb3-zip",
+        type=Path,
+        metavar="PATH",
+        help="instead of training: convert a MaskablePPO .zip to a lab model file, "
+        "runs/NAME/imported.safetensors. THIS UNPICKLES THE .zip (it can run code stored in "
+        "it): only for files you trust. Every other command refuses .zip files",
     )
     p.add_argument(
         "--resume",
@@ -74,22 +86,42 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     return config, True
 
 
-def average(args: argparse.Namespace) -> Path:
-    """``--average``: the parameter average of the given models, as ``runs/NAME/average.zip``."""
+def _output(args: argparse.Namespace, filename: str) -> Path:
     defaults = TrainConfig()
     name = check_run_name(args.name or defaults.name)
-    out = Path(args.runs_dir or defaults.runs_dir) / name / "average.zip"
-    for path in args.average:
-        if not path.is_file():
-            raise ValueError(f"--average: no model at {path}")
+    return Path(args.runs_dir or defaults.runs_dir) / name / filename
+
+
+def _write_new(out: Path, write: Callable[[], Path]) -> Path:
+    """Run ``write`` (which writes ``out``); a folder it needed is removed again on failure."""
     created = not out.parent.exists()
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return average_models(args.average, out)
-    except ValueError:
+        return write()
+    except BaseException:
         if created:
-            out.parent.rmdir()
+            shutil.rmtree(out.parent, ignore_errors=True)
         raise
+
+
+def average(args: argparse.Namespace) -> Path:
+    """``--average``: the parameter average of the models, ``runs/NAME/average.safetensors``."""
+    out = _output(args, "average.safetensors")
+    for path in args.average:
+        if not path.is_file():
+            raise ValueError(f"--average: no model at {path}")
+    return _write_new(out, lambda: average_models(args.average, out))
+
+
+def import_sb3_zip(args: argparse.Namespace) -> Path:
+    """``--import-sb3-zip``: a trusted MaskablePPO .zip (unpickled!) as a lab model file."""
+    from agents.ppo import read_sb3_zip, write_model
+
+    out = _output(args, "imported.safetensors")
+    info, state = read_sb3_zip(args.import_sb3_zip)  # the opt-in: this unpickles
+    if args.players is not None:
+        info["players"] = args.players
+    return _write_new(out, lambda: write_model(out, state, info))
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -106,14 +138,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.average:
             path = average(args)
+        elif args.import_sb3_zip:
+            path = import_sb3_zip(args)
         else:
             config, resume = config_from_args(args)
             path = train(config, resume=resume)
-    except (TrainingError, ValueError) as error:
+    except (TrainingError, ValueError, FileNotFoundError) as error:
         return cli.fail(PROG, error)
     except KeyboardInterrupt:
         return 130
-    print(f"done: {path}")
+    if path is not None:
+        print(f"done: {path}")
     return 0
 
 

@@ -11,11 +11,14 @@ the logit of the action that agent picks in the same position (from the same obs
 mask, so the player still sees only what the observation shows).
 
 :class:`PPOAgent` loads a model file (``PPOAgent.load()`` with no path: the bundled model).
+Model files are safetensors with JSON metadata (docs/model-format.md): loading one never
+unpickles anything and needs no torch. An SB3 ``.zip`` is refused unless imported explicitly
+(:data:`SB3_OPT_IN`).
 """
 
 from __future__ import annotations
 
-import zipfile
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from odin_env.combos import COMBO_CARDS, COMBO_MASKS, NUM_COMBOS
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS, PASS, TAKE
 
-BUNDLED_MODEL = Path(__file__).resolve().parent / "models" / "ppo_4p.zip"
+BUNDLED_MODEL = Path(__file__).resolve().parent / "models" / "ppo_4p.safetensors"
 _ACTIVATIONS = {"ReLU": lambda x: np.maximum(x, 0.0), "Tanh": np.tanh}
 
 
@@ -186,78 +189,223 @@ class NumpyPolicy:
         return int(self.act_batch(observation[None], action_mask[None])[0])
 
 
-# -- loading saved models -------------------------------------------------------------------------
+# -- model files (see docs/model-format.md) ------------------------------------------------------
+
+MODEL_FORMAT = "odin-lab"
+"""``format`` entry of a model file's safetensors metadata."""
+FORMAT_VERSION = 1
+"""The newest format version this code reads and writes."""
+POLICY = "policy/"
+"""Prefix of the policy's tensors (its torch state-dict names follow)."""
+SB3_OPT_IN = (
+    "train.py --import-sb3-zip PATH --name NAME (or PPOAgent.load(PATH, trust_pickle=True)); "
+    "importing unpickles the file, so only for files you trust"
+)
 
 
-def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(data, policy state dict)`` of a MaskablePPO ``.zip``; one clear error if it is not one.
+def _zip_refusal(path: Path) -> ValueError:
+    return ValueError(
+        f"refusing to load {path}: it is an SB3 .zip, and reading one unpickles it (runs code "
+        f"stored in it); convert a trusted one once with {SB3_OPT_IN}"
+    )
+
+
+def _is_zip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"PK\x03\x04" or path.suffix.lower() == ".zip"
+
+
+def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(info, policy state)`` of a lab model file or checkpoint: the metadata's ``model``
+    JSON and the policy's tensors by their torch state-dict names, as numpy arrays. Nothing is
+    unpickled: the file is safetensors (a JSON header and raw arrays).
 
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
-    a corrupt or incompatible one."""
+    an SB3 ``.zip`` (with the import opt-in), a corrupt or an incompatible one."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no PPO model at {path}")
+    if _is_zip(path):
+        raise _zip_refusal(path)
+    try:
+        with safe_open(str(path), framework="np") as f:
+            meta = f.metadata() or {}
+            if meta.get("format") != MODEL_FORMAT:
+                raise ValueError("no odin-lab metadata")
+            version = int(meta.get("version", "0"))
+            if not 1 <= version <= FORMAT_VERSION:
+                raise ValueError(f"format version {version}; this code reads 1 to {FORMAT_VERSION}")
+            info = json.loads(meta["model"])
+            state = {k[len(POLICY) :]: f.get_tensor(k) for k in f.keys() if k.startswith(POLICY)}  # noqa: SIM118
+    except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
+        first = (str(error).splitlines() or [""])[0]
+        raise ValueError(
+            f"cannot load PPO model {path}: not a readable odin-lab model file "
+            f"({type(error).__name__}: {first})"
+        ) from None
+    _check_info(path, info, state)
+    return info, state
+
+
+def _check_info(path: Path, info: Any, state: dict[str, np.ndarray]) -> None:
+    arch = info.get("architecture") if isinstance(info, dict) else None
+    if not isinstance(arch, dict) or arch.get("activation") not in _ACTIVATIONS:
+        raise ValueError(f"cannot load PPO model {path}: its metadata has no usable architecture")
+    prior = arch.get("prior")
+    expected = OBS_SIZE + (prior is not None)
+    if (
+        info.get("observation_size") != expected
+        or info.get("num_actions") != NUM_ACTIONS
+        or "action_net.weight" not in state
+    ):
+        raise ValueError(
+            f"incompatible PPO model {path}: observations {info.get('observation_size')}, actions "
+            f"{info.get('num_actions')}; Odin needs {expected} and {NUM_ACTIONS} "
+            "(was it trained on this version?)"
+        )
+
+
+def model_info(
+    net_pi: list[int],
+    net_vf: list[int],
+    activation: str,
+    action_features: bool,
+    prior: str | None,
+    players: int | None,
+    provenance: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``model`` JSON of a model file (see docs/model-format.md)."""
+    return {
+        "architecture": {
+            "net_pi": [int(n) for n in net_pi],
+            "net_vf": [int(n) for n in net_vf],
+            "activation": activation,
+            "action_features": bool(action_features),
+            "prior": prior,
+        },
+        "observation_size": OBS_SIZE + (prior is not None),
+        "num_actions": NUM_ACTIONS,
+        "players": players,
+        "provenance": provenance or {},
+    }
+
+
+def model_bytes(
+    state: dict[str, Any],
+    info: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> bytes:
+    """A model file's bytes: ``state``'s arrays under ``policy/``, ``extra``'s arrays as named,
+    and the metadata (``format``, ``version``, ``model`` = ``info`` as JSON, then
+    ``metadata``)."""
+    from safetensors.numpy import save
+
+    tensors = {POLICY + k: np.require(_array(v), requirements="C") for k, v in state.items()}
+    tensors.update({k: np.require(_array(v), requirements="C") for k, v in (extra or {}).items()})
+    header = {"format": MODEL_FORMAT, "version": str(FORMAT_VERSION), "model": json.dumps(info)}
+    return save(tensors, metadata={**header, **(metadata or {})})
+
+
+def write_model(path: str | Path, state: dict[str, Any], info: dict[str, Any]) -> Path:
+    """Write a lab model file atomically; return its path."""
+    from agents.files import write_atomic
+
+    write_atomic(Path(path), model_bytes(state, info))
+    return Path(path)
+
+
+def _array(value: Any) -> np.ndarray:
+    # torch tensors (a live policy's state dict) or arrays (a loaded model file)
+    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+
+
+def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(info, policy state)`` of a MaskablePPO ``.zip``. **Unpickles the file**: this is the
+    explicit import opt-in (:data:`SB3_OPT_IN`), for trusted files only. Needs torch."""
+    import warnings
+
     from stable_baselines3.common.save_util import load_from_zip_file
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no PPO model at {path}")
     try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-        if bad is not None:
-            raise zipfile.BadZipFile(f"member {bad} is damaged")
-        data, params, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the policy class is not needed, only its weights
+            data, params, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
     except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
         raise ValueError(
-            f"cannot load PPO model {path}: not a readable MaskablePPO .zip "
-            f"({type(error).__name__}: {error})"
+            f"cannot import {path}: not a readable MaskablePPO .zip ({type(error).__name__})"
         ) from None
     if data is None or not params or "policy" not in params:
-        raise ValueError(f"cannot load PPO model {path}: the .zip holds no policy parameters")
-    state = params["policy"]
-    obs_space, act_space = data.get("observation_space"), data.get("action_space")
-    obs_shape = getattr(obs_space, "shape", None)
-    n_actions = getattr(act_space, "n", None)
-    prior = (data.get("policy_kwargs") or {}).get("prior")
-    expected = (OBS_SIZE + (prior is not None),)
-    if obs_shape != expected or n_actions != NUM_ACTIONS or "action_net.weight" not in state:
-        raise ValueError(
-            f"incompatible PPO model {path}: observations {obs_shape}, actions {n_actions}; "
-            f"Odin needs ({OBS_SIZE},) and {NUM_ACTIONS} (was it trained on this version?)"
-        )
-    return data, state
-
-
-def _activation_name(data: dict[str, Any]) -> str:
-    activation = (data.get("policy_kwargs") or {}).get("activation_fn")
-    return getattr(activation, "__name__", "Tanh" if activation is None else str(activation))
+        raise ValueError(f"cannot import {path}: the .zip holds no policy parameters")
+    state = {k: _array(v) for k, v in params["policy"].items()}
+    kwargs = data.get("policy_kwargs") or {}
+    arch = kwargs.get("net_arch") or {}
+    activation = kwargs.get("activation_fn")
+    info = model_info(
+        arch.get("pi", []) if isinstance(arch, dict) else list(arch),
+        arch.get("vf", []) if isinstance(arch, dict) else list(arch),
+        getattr(activation, "__name__", "Tanh" if activation is None else str(activation)),
+        "feature_net.weight" in state,
+        kwargs.get("prior"),
+        None,
+        {"imported_from": path.name, "num_timesteps": data.get("num_timesteps")},
+    )
+    obs_shape = getattr(data.get("observation_space"), "shape", None)
+    if obs_shape != (info["observation_size"],):
+        info["observation_size"] = obs_shape[0] if obs_shape else None
+    if getattr(data.get("action_space"), "n", None) != NUM_ACTIONS:
+        info["num_actions"] = getattr(data.get("action_space"), "n", None)
+    _check_info(path, info, state)
+    return info, state
 
 
 class PPOAgent(NumpyPolicy):
-    """A trained MaskablePPO model as an :class:`agents.base.Agent` (numpy inference).
+    """A trained policy as an :class:`agents.base.Agent` (numpy inference).
 
     Works at any table size from 2 to 6: the observation says how many play and the mask keeps
     every choice legal (a model trained at 4 players is strongest at 4)."""
 
+    info: dict[str, Any]
+    """The model file's ``model`` metadata (architecture, players, provenance)."""
+
     @classmethod
     def load(
-        cls, path: str | Path | None = None, deterministic: bool = True, seed: int | None = None
+        cls,
+        path: str | Path | None = None,
+        deterministic: bool = True,
+        seed: int | None = None,
+        trust_pickle: bool = False,
     ) -> PPOAgent:
-        """Load a MaskablePPO ``.zip`` (``None``: the bundled model). Trusted files only."""
+        """Load a lab model file or checkpoint (``None``: the bundled model). Nothing is
+        unpickled; an SB3 ``.zip`` is refused unless ``trust_pickle`` (which unpickles it)."""
         path = BUNDLED_MODEL if path is None else Path(path)
-        data, state = read_model(path)
+        if trust_pickle and path.is_file() and _is_zip(path):
+            info, state = read_sb3_zip(path)
+        else:
+            info, state = read_model(path)
+        arch = info["architecture"]
         try:
-            return cls.from_state_dict(
+            agent = cls.from_state_dict(
                 state,
-                _activation_name(data),
+                arch["activation"],
                 deterministic=deterministic,
                 seed=seed,
                 name="ppo",
-                prior=(data.get("policy_kwargs") or {}).get("prior"),
+                prior=arch.get("prior"),
             )
-        except (KeyError, ValueError) as error:
+        except (KeyError, ValueError, TypeError) as error:
             raise ValueError(f"incompatible PPO model {path}: {error}") from None
+        agent.info = info
+        return agent
 
 
 __all__ = [
-    "ACTION_FEATURES", "BUNDLED_MODEL", "NumpyPolicy", "PPOAgent", "PRIOR_AT", "PRIOR_WEIGHT",
-    "check_prior", "prior_actions", "read_model",
+    "ACTION_FEATURES", "BUNDLED_MODEL", "FORMAT_VERSION", "MODEL_FORMAT", "NumpyPolicy",
+    "PPOAgent", "PRIOR_AT", "PRIOR_WEIGHT", "SB3_OPT_IN", "check_prior", "model_bytes",
+    "model_info", "prior_actions", "read_model", "read_sb3_zip", "write_model",
 ]  # fmt: skip

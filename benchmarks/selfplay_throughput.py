@@ -30,7 +30,7 @@ import torch as th
 
 def single_seat(config, rollouts: int) -> float:
     """Steps/s of ``model.learn`` on the subprocess envs, after one warm-up rollout."""
-    from training.run import build_model
+    from training.model import build_model
     from training.subproc import make_vec_env
 
     venv = make_vec_env(config, seed=0)
@@ -52,7 +52,7 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
     from odin_env.batched import BatchedGames
     from odin_env.single_agent import SingleAgentEnv
     from training.collector import SelfPlayCollector
-    from training.run import build_model
+    from training.model import build_model
     from training.selfplay import train_on_rollout
 
     spaces_only = DummyVecEnv([lambda: SingleAgentEnv(config.game)])

@@ -38,8 +38,8 @@ def measure(model, rollout_steps: int, rollouts: int) -> float:
 
 def batched(config, rollouts: int) -> tuple[float, float]:
     """Steps/s of batched training and the share of its time spent collecting."""
+    from training.model import build_model
     from training.pool import OpponentPool
-    from training.run import build_model
     from training.selfplay import train_selfplay
     from training.subproc import spaces_env
 
@@ -56,7 +56,7 @@ def main() -> None:
     from sb3_contrib import MaskablePPO
 
     from training.config import TrainConfig
-    from training.run import build_model
+    from training.model import build_model
     from training.subproc import make_vec_env
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

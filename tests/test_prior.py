@@ -17,8 +17,8 @@ from odin_env.rules import NUM_ACTIONS, Config, Game
 from training.checkpoints import save_policy_only
 from training.collector import SelfPlayCollector
 from training.config import TrainConfig
+from training.model import build_model
 from training.policy import LegalSetPolicy, prior_space, snapshot
-from training.run import build_model
 from training.subproc import spaces_env
 
 PLANNER = make("planner")
@@ -129,8 +129,8 @@ def test_a_saved_prior_model_loads_with_its_prior_and_plays_the_same(tmp_path):
     with th.no_grad():
         model.policy.prior_weight.fill_(0.7)
         model.policy.action_net.weight.normal_(0, 0.3)
-    save_policy_only(model, tmp_path / "prior.zip")
-    agent = PPOAgent.load(tmp_path / "prior.zip")
+    save_policy_only(model, tmp_path / "prior.safetensors")
+    agent = PPOAgent.load(tmp_path / "prior.safetensors")
     assert agent.prior == "planner" and agent.prior_weight == pytest.approx(0.7)
     obs, masks = positions(80, seed=9)
     live = snapshot(model.policy)
@@ -160,16 +160,17 @@ def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_pa
         model = build_model(config, spaces_env(config), tensorboard=False)
         with th.no_grad():
             model.policy.prior_weight.fill_(weight)
-        paths.append(tmp_path / f"m{seed}.zip")
+        paths.append(tmp_path / f"m{seed}.safetensors")
         save_policy_only(model, paths[-1])
-    out = average_models(paths, tmp_path / "soup.zip")
+    out = average_models(paths, tmp_path / "soup.safetensors")
     states = [read_model(p)[1] for p in paths]
     _, soup = read_model(out)
     for key, value in soup.items():
-        assert th.allclose(value, (states[0][key] + states[1][key]) / 2)
+        assert np.allclose(value, (states[0][key] + states[1][key]) / 2)
     assert PPOAgent.load(out).prior_weight == pytest.approx(2.0)
     other = TrainConfig(net_pi=[16], net_vf=[16])
-    save_policy_only(build_model(other, spaces_env(other), tensorboard=False), tmp_path / "x.zip")
+    unlike = build_model(other, spaces_env(other), tensorboard=False)
+    save_policy_only(unlike, tmp_path / "x.safetensors")
     with pytest.raises(ValueError, match="different architectures or priors"):
-        average_models([paths[0], tmp_path / "x.zip"], tmp_path / "bad.zip")
-    assert not (tmp_path / "bad.zip").exists()
+        average_models([paths[0], tmp_path / "x.safetensors"], tmp_path / "bad.safetensors")
+    assert not (tmp_path / "bad.safetensors").exists()

@@ -15,8 +15,8 @@ from odin_env.rules import Config
 from odin_env.single_agent import SingleAgentEnv
 from training.collector import FinishedEpisode, SelfPlayCollector, gae
 from training.config import TrainConfig
+from training.model import build_model
 from training.pool import LEARNER, OpponentPool
-from training.run import build_model
 from training.selfplay import episode_summary, train_on_rollout, train_selfplay
 
 GAMMA, LAMBDA = 0.9, 0.8

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from evaluation.tournament import play_game
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.seeding import spawn_seed
-from training.checkpoints import STATE_MEMBER, _state_from_bytes
+from training.checkpoints import checkpoint_step, read_run
 from training.policy import LegalSetPolicy, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,14 +65,8 @@ def run_train(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     )
 
 
-def checkpoint_step(path: Path) -> int:
-    with zipfile.ZipFile(path) as archive:
-        return json.loads(archive.read("data"))["num_timesteps"]
-
-
 def checkpoint_state(path: Path):
-    with zipfile.ZipFile(path) as archive:
-        return _state_from_bytes(archive.read(STATE_MEMBER))
+    return read_run(path)[1]
 
 
 def plays_legal_moves(agent, players: int, games: int = 2) -> None:
@@ -94,9 +87,9 @@ def tiny_run(tmp_path_factory) -> Path:
 def test_tiny_run_writes_a_checkpoint_that_loads_and_plays(tiny_run):
     config = json.loads((tiny_run / "config.json").read_text())
     assert config["total_steps"] == 256 and config["opponents"] == ["random", "self"]
-    checkpoint = tiny_run / "checkpoint.zip"
+    checkpoint = tiny_run / "checkpoint.safetensors"
     assert checkpoint_step(checkpoint) == 256
-    for path in (checkpoint, tiny_run / "best.zip"):
+    for path in (checkpoint, tiny_run / "best.safetensors"):
         plays_legal_moves(make(f"ppo:{path}"), players=4, games=1)
     evaluations = [
         json.loads(line) for line in (tiny_run / "evaluations.jsonl").read_text().splitlines()
@@ -111,17 +104,17 @@ def test_tiny_run_writes_a_checkpoint_that_loads_and_plays(tiny_run):
 def test_resume_continues_the_step_counter_and_snapshot_pool(tiny_run, tmp_path):
     run = tmp_path / "tiny"
     run.mkdir()
-    for name in ("config.json", "checkpoint.zip", "evaluations.jsonl"):
+    for name in ("config.json", "checkpoint.safetensors", "evaluations.jsonl"):
         (run / name).write_bytes((tiny_run / name).read_bytes())
-    before = checkpoint_state(run / "checkpoint.zip")
+    before = checkpoint_state(run / "checkpoint.safetensors")
     done = run_train("--resume", str(run), "--total-steps", "384")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert checkpoint_step(run / "checkpoint.zip") == 384
+    assert checkpoint_step(run / "checkpoint.safetensors") == 384
     steps = [
         json.loads(line)["step"] for line in (run / "evaluations.jsonl").read_text().splitlines()
     ]
     assert steps == [128, 256, 384]
-    after = checkpoint_state(run / "checkpoint.zip")
+    after = checkpoint_state(run / "checkpoint.safetensors")
     assert after.last_snapshot == 384
     # The pool kept its most recent snapshots from before the resume (bounded at 5).
     kept = after.snapshots[0].layers[0][0]
@@ -132,8 +125,8 @@ def test_corrupt_checkpoint_is_a_one_line_error_with_exit_code_2(tiny_run, tmp_p
     run = tmp_path / "tiny"
     run.mkdir()
     (run / "config.json").write_bytes((tiny_run / "config.json").read_bytes())
-    payload = (tiny_run / "checkpoint.zip").read_bytes()
-    (run / "checkpoint.zip").write_bytes(payload[: len(payload) // 2])
+    payload = (tiny_run / "checkpoint.safetensors").read_bytes()
+    (run / "checkpoint.safetensors").write_bytes(payload[: len(payload) // 2])
     done = run_train("--resume", str(run), "--total-steps", "512", timeout=120)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
@@ -143,10 +136,14 @@ def test_corrupt_checkpoint_is_a_one_line_error_with_exit_code_2(tiny_run, tmp_p
 def test_bad_model_files_give_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="no PPO model"):
         PPOAgent.load(tmp_path / "missing.zip")
-    junk = tmp_path / "junk.zip"
-    junk.write_bytes(b"not a zip at all")
-    with pytest.raises(ValueError, match="not a readable MaskablePPO"):
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a model at all")
+    with pytest.raises(ValueError, match="not a readable odin-lab model file"):
         PPOAgent.load(junk)
+    old = tmp_path / "old.zip"
+    old.write_bytes(b"PK\x03\x04 whatever")
+    with pytest.raises(ValueError, match="--import-sb3-zip"):
+        PPOAgent.load(old)
 
 
 def test_resume_of_a_directory_without_a_run_is_refused(tmp_path):
@@ -165,7 +162,7 @@ def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path, engine):
         text=True,
         start_new_session=True,  # Ctrl-C reaches the whole group, as at a terminal
     )
-    checkpoint = tmp_path / "stop" / "checkpoint.zip"
+    checkpoint = tmp_path / "stop" / "checkpoint.safetensors"
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -197,11 +194,11 @@ def batched_run(tmp_path_factory) -> Path:
 def test_batched_engine_run_writes_a_checkpoint_that_loads_and_plays(batched_run):
     config = json.loads((batched_run / "config.json").read_text())
     assert config["engine"] == "batched" and config["selfplay_batch"] == 8
-    checkpoint = batched_run / "checkpoint.zip"
+    checkpoint = batched_run / "checkpoint.safetensors"
     # The counter only moves when train_selfplay trains on a rollout: it reached the target.
     step = checkpoint_step(checkpoint)
     assert 256 <= step < 256 + MOST_PER_UPDATE
-    for path in (checkpoint, batched_run / "best.zip"):
+    for path in (checkpoint, batched_run / "best.safetensors"):
         plays_legal_moves(make(f"ppo:{path}"), players=4, games=1)
     steps = evaluation_steps(batched_run)
     assert len(steps) >= 2 and steps == sorted(set(steps)) and steps[-1] == step
@@ -214,13 +211,13 @@ def test_batched_engine_run_writes_a_checkpoint_that_loads_and_plays(batched_run
 def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path):
     run = tmp_path / "self"
     run.mkdir()
-    for name in ("config.json", "checkpoint.zip", "evaluations.jsonl"):
+    for name in ("config.json", "checkpoint.safetensors", "evaluations.jsonl"):
         (run / name).write_bytes((batched_run / name).read_bytes())
-    before = checkpoint_step(run / "checkpoint.zip")
+    before = checkpoint_step(run / "checkpoint.safetensors")
     earlier = evaluation_steps(run)
     done = run_train("--resume", str(run), "--total-steps", str(before + 128))
     assert done.returncode == 0, done.stderr[-2000:]
-    after = checkpoint_step(run / "checkpoint.zip")
+    after = checkpoint_step(run / "checkpoint.safetensors")
     assert before + 128 <= after < before + 128 + MOST_PER_UPDATE
     steps = evaluation_steps(run)
     assert steps[: len(earlier)] == earlier and steps[-1] == after and len(steps) > len(earlier)
@@ -234,11 +231,11 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     run = tmp_path / "pool"
-    step = checkpoint_step(run / "checkpoint.zip")
+    step = checkpoint_step(run / "checkpoint.safetensors")
     assert 256 <= step < 256 + 64 + 8  # at most one open decision per game is carried
-    state = checkpoint_state(run / "checkpoint.zip")
+    state = checkpoint_state(run / "checkpoint.safetensors")
     assert len(state.snapshots) >= 3 and state.last_snapshot >= 192
-    plays_legal_moves(make(f"ppo:{run / 'checkpoint.zip'}"), players=4, games=1)
+    plays_legal_moves(make(f"ppo:{run / 'checkpoint.safetensors'}"), players=4, games=1)
     from evaluation.analysis import read_scalars
 
     tags = set(read_scalars(run / "tb"))
@@ -423,7 +420,7 @@ def test_self_play_update_with_one_decision_left_over_keeps_the_weights_finite()
     from odin_env.single_agent import SingleAgentEnv
     from training.collector import SelfPlayCollector
     from training.config import TrainConfig
-    from training.run import build_model
+    from training.model import build_model
     from training.selfplay import minibatch_size, train_on_rollout
 
     th.set_num_threads(1)

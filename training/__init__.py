@@ -3,6 +3,7 @@ evaluations) and :mod:`odin_env`; nothing imports it but the CLIs, benchmarks an
 
 - :mod:`training.config`: the run's settings (:class:`TrainConfig`), declared once;
 - :mod:`training.policy`: the policy trained (legal-set masked actor-critic, residual priors);
+- :mod:`training.model`: the MaskablePPO model of a run;
 - :mod:`training.pool`: the opponents drawn per episode;
 - :mod:`training.subproc` and :mod:`training.collector`: the two ways of collecting experience;
 - :mod:`training.selfplay`: PPO updates on batched rollouts and the batched loop;
@@ -14,6 +15,7 @@ evaluations) and :mod:`odin_env`; nothing imports it but the CLIs, benchmarks an
 
 from training.checkpoints import average_models, read_config
 from training.config import TrainConfig, TrainingError
-from training.run import build_model, train
+from training.model import build_model
+from training.run import train
 
 __all__ = ["TrainConfig", "TrainingError", "average_models", "build_model", "read_config", "train"]

@@ -88,7 +88,7 @@ class TrainConfig:
     torch_threads: int = 1
     """Torch threads per process (1: a second busy process slowed two threads about 15x)."""
     init: str | None = None
-    """Start from the weights of this model ``.zip`` (a curriculum: e.g. greedy first)."""
+    """Start from the weights of this lab model file (``.safetensors``; a curriculum)."""
     imitate: str | None = None
     """Warm start: before PPO, fit the policy (and value) to this agent's play (e.g. planner)."""
     prior: str | None = None

@@ -11,17 +11,20 @@ Two engines collect the experience (``TrainConfig.engine``):
 
 One run lives in ``runs/NAME/``:
 
-=====================  =======================================================================
-``config.json``        the exact :class:`TrainConfig` (and library versions)
-``checkpoint.zip``     the last checkpoint (:mod:`training.checkpoints`), written every
-                       ``checkpoint_every`` steps, at the end and on Ctrl-C, atomically
-``best.zip``           the policy with the best evaluation score so far
-``imitation.zip``      with ``imitate``: the policy after the warm start, before any PPO step
-``evaluations.jsonl``  one line per evaluation: step, win rate and 95% interval per opponent
-``tb/``                TensorBoard: ``opponents/<kind>/win_rate`` and ``mean_penalty``,
-                       ``charts/episode_length``, ``charts/steps_per_s``, ``eval/<agent>/...``,
-                       and SB3's ``train/`` (entropy, losses, KL, clip fraction)
-=====================  =======================================================================
+==========================  ==================================================================
+``config.json``             the exact :class:`TrainConfig` (and library versions)
+``checkpoint.safetensors``  the last checkpoint (:mod:`training.checkpoints`), written every
+                            ``checkpoint_every`` steps, at the end and on Ctrl-C, atomically
+``best.safetensors``        the policy with the best evaluation score so far
+``best.json``               its score and step (written after it)
+``imitation.safetensors``   with ``imitate``: the policy after the warm start, before any PPO
+``evaluations.jsonl``       one line per evaluation: step, win rate and 95% interval per
+                            opponent (rewritten atomically; a resume rolls it back to the
+                            checkpoint's step, so the run's files describe one history)
+``tb/``                     TensorBoard: ``opponents/<kind>/win_rate`` and ``mean_penalty``,
+                            ``charts/episode_length``, ``charts/steps_per_s``, ``eval/<agent>/...``,
+                            and SB3's ``train/`` (entropy, losses, KL, clip fraction)
+==========================  ==================================================================
 
 Seeds: every stream is a ``SeedSequence`` sub-stream of ``TrainConfig.seed``
 (:func:`odin_env.seeding.spawn_seed` with the stream ids below and the step count at which the
@@ -30,8 +33,9 @@ stream starts, so a resumed run deals new games).
 
 from __future__ import annotations
 
-import json
+import math
 import os
+import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -42,75 +46,51 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv
 
-from agents.ppo import read_model
 from evaluation.stats import seat_shares, wilson
 from evaluation.tournament import play_tournament
 from odin_env.seeding import spawn_seed
 from training.checkpoints import (
     BEST,
     CHECKPOINT,
+    IMITATION,
+    OLD_CHECKPOINT,
     RunState,
+    best_on_record,
     load_checkpoint,
     save_checkpoint,
     save_policy_only,
+    write_best_record,
     write_config,
+    write_evaluations,
 )
 from training.config import TrainConfig, TrainingError
 from training.imitation import imitate
-from training.policy import LegalSetPolicy, snapshot
+from training.model import build_model
+from training.policy import snapshot
 from training.pool import LEARNER, SELF, OpponentPool
 from training.progress import Progress, episode_figures
 from training.selfplay import train_selfplay
 from training.subproc import close_vec_env, make_vec_env, spaces_env
 
+EVAL_MODEL = "eval_model.safetensors"
+"""The policy being evaluated (renamed to the best model if it scores best)."""
 ENV_STREAM, POOL_STREAM, EVAL_STREAM = 1, 2, 3
 """Sub-streams of the run's seed: the games, the opponent pool, the evaluations."""
 
 
-def build_model(config: TrainConfig, env: VecEnv, tensorboard: bool = True) -> Any:
-    """A new MaskablePPO with the run's settings (and ``init`` weights when given)."""
-    from sb3_contrib import MaskablePPO
-
-    model = MaskablePPO(
-        LegalSetPolicy,
-        env,
-        learning_rate=config.learning_rate,
-        n_steps=config.n_steps,
-        batch_size=config.batch_size,
-        n_epochs=config.n_epochs,
-        gamma=config.gamma,
-        gae_lambda=config.gae_lambda,
-        clip_range=config.clip_range,
-        ent_coef=config.ent_coef,
-        vf_coef=config.vf_coef,
-        policy_kwargs={
-            "net_arch": {"pi": list(config.net_pi), "vf": list(config.net_vf)},
-            "activation_fn": th.nn.ReLU,
-            **({"prior": config.prior} if config.prior else {}),
-        },
-        seed=config.seed,
-        device="cpu",
-        verbose=0,
-    )
-    if config.init:
-        try:
-            _, state = read_model(config.init)
-            model.policy.load_state_dict(state)
-        except (FileNotFoundError, ValueError, RuntimeError) as error:
-            raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
-    if tensorboard:
-        model.set_logger(configure(str(config.run_dir / "tb"), ["tensorboard"]))
-    return model
-
-
 def evaluate(
-    model_path: Path, config: TrainConfig, opponent: str, deals: int, seed: int
+    model_path: Path,
+    config: TrainConfig,
+    opponent: str,
+    deals: int,
+    seed: int,
+    progress: bool = False,
 ) -> dict[str, float]:
     """Win rate, 95% Wilson interval and mean penalty of ``ppo:model_path`` against copies of
     ``opponent`` in seeded, seat-rotated games (:mod:`evaluation.tournament`)."""
     game = config.game
     specs = [f"ppo:{model_path}"] + [opponent] * (game.players - 1)
-    records = play_tournament(specs, game, deals, seed, rotate=True, workers=1, progress=False)
+    records = play_tournament(specs, game, deals, seed, rotate=True, workers=1, progress=progress)
     wins = penalty = 0.0
     for record in records:
         seat = record.agents.index(0)
@@ -127,7 +107,11 @@ def evaluate(
 
 
 class _RunCallback(BaseCallback):
-    """Episode statistics per opponent kind, snapshots, checkpoints, evaluations, progress bar."""
+    """Episode statistics per opponent kind, snapshots, checkpoints, evaluations, progress bar.
+
+    Snapshots, evaluations and checkpoints happen between updates, at a step count the weights
+    have been trained on (``trained``): with ``model.learn`` at each rollout's start (after the
+    previous update), with the batched engine after each update, and once more at the end."""
 
     def __init__(self, config: TrainConfig, state: RunState, venv: VecEnv):
         super().__init__()
@@ -138,21 +122,30 @@ class _RunCallback(BaseCallback):
         self.progress: Progress | None = None
         self.latest_eval = "-"
         self.last_checkpoint = self.last_eval = 0
+        self.trained = 0
+        self.rate = 0.0
+        """Steps of the last completed update (what a checkpoint on Ctrl-C records)."""
         self.pool: OpponentPool | None = None
         """The batched engine's opponent pool, which also receives the snapshots."""
 
     def _on_training_start(self) -> None:
-        steps = self.model.num_timesteps
+        steps = self.trained = self.model.num_timesteps
         every = self.config
         self.last_checkpoint = steps - steps % every.checkpoint_every
         self.last_eval = steps - steps % every.eval_every if every.eval_every else steps
-        self.progress = Progress(every.total_steps, steps)
+        self.progress = _progress_bar(every, steps)
         if self.state.evaluations:
             self.latest_eval = _eval_text(self.state.evaluations[-1])
         if SELF in every.opponents and not self.state.snapshots:
             self._snapshot()
         elif self.state.snapshots:
             self._share_snapshots()
+
+    def _on_rollout_start(self) -> None:
+        # SB3 trains on the previous rollout before collecting the next one.
+        if self.model.num_timesteps != self.trained:
+            self.trained = self.model.num_timesteps
+            self._periodic(self.rate)
 
     def _on_step(self) -> bool:
         self.running += 1
@@ -167,29 +160,38 @@ class _RunCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         logger = self.logger
-        rate = self.progress.rate()
-        logger.record("charts/steps_per_s", rate)
+        self.rate = self.progress.rate()
+        logger.record("charts/steps_per_s", self.rate)
         for key, value in episode_figures(self.episodes, self.lengths).items():
             logger.record(key, value)
         self.episodes.clear()
         self.lengths.clear()
-        self._periodic(rate)
 
     def on_selfplay_update(self, model: Any, rollout: Any) -> bool:
         """:func:`training.selfplay.train_selfplay`'s callback, after each update: progress,
         evaluations and checkpoints (it logs its own rate and episode statistics)."""
+        self.trained = model.num_timesteps
         self.progress.advance(len(rollout))
-        self._periodic(self.progress.rate())
+        self.rate = self.progress.rate()
+        self._periodic(self.rate)
         # train_selfplay dumped before calling back: write the evaluation at the step it ran.
         self.logger.dump(step=model.num_timesteps)
         return True
 
+    def finish(self) -> None:
+        """After the last update: what falls due at the final step."""
+        self.trained = self.model.num_timesteps
+        self._periodic(self.rate)
+        self.close()
+
     def _periodic(self, rate: float) -> None:
-        """Snapshots, evaluations and checkpoints that fall due at the current step."""
+        """Snapshots, evaluations and checkpoints that fall due at the current step (the final
+        step's evaluation is :func:`train`'s, shown on the console)."""
         config, steps = self.config, self.model.num_timesteps
+        final = steps >= config.total_steps
         if SELF in config.opponents and steps - self.state.last_snapshot >= config.snapshot_every:
             self._snapshot()
-        if config.eval_every and steps - self.last_eval >= config.eval_every:
+        if config.eval_every and steps - self.last_eval >= config.eval_every and not final:
             self.last_eval = steps
             self.run_evaluation()
         if steps - self.last_checkpoint >= config.checkpoint_every:
@@ -210,15 +212,17 @@ class _RunCallback(BaseCallback):
         self.state.last_snapshot = self.model.num_timesteps
         self._share_snapshots()
 
-    def run_evaluation(self) -> None:
-        """Evaluate the current policy against each evaluation opponent; keep ``best.zip``."""
+    def run_evaluation(self, show: bool = False) -> dict[str, Any]:
+        """Evaluate the current policy against each evaluation opponent; keep the best model
+        (``best.safetensors``, then its record ``best.json``) and the log; return the entry."""
         config, steps = self.config, self.model.num_timesteps
-        current = config.run_dir / "eval_model.zip"
-        save_policy_only(self.model, current)
+        run_dir = config.run_dir
+        current = run_dir / EVAL_MODEL
+        save_policy_only(self.model, current, config)
         entry: dict[str, Any] = {"step": steps}
         for k, opponent in enumerate(config.eval_opponents):
             seed = spawn_seed(config.seed, EVAL_STREAM, k)
-            result = evaluate(current, config, opponent, config.eval_deals, seed)
+            result = evaluate(current, config, opponent, config.eval_deals, seed, progress=show)
             entry[opponent] = result
             for key in ("win_rate", "mean_penalty"):
                 self.logger.record(f"eval/{opponent}/{key}", result[key])
@@ -227,16 +231,28 @@ class _RunCallback(BaseCallback):
         self.state.evaluations.append(entry)
         if score > self.state.best_score:
             self.state.best_score = score
-            os.replace(current, config.run_dir / BEST)
+            os.replace(current, run_dir / BEST)
+            write_best_record(run_dir, score, steps)
         else:
             current.unlink(missing_ok=True)
-        with open(config.run_dir / "evaluations.jsonl", "a") as f:
-            f.write(json.dumps(entry) + "\n")
+        write_evaluations(run_dir, self.state.evaluations)
         self.latest_eval = _eval_text(entry)
+        return entry
 
     def close(self) -> None:
         if self.progress is not None:
             self.progress.close()
+
+
+def _progress_bar(config: TrainConfig, steps: int) -> Progress:
+    """The training bar: to the first update at or past ``total_steps`` (exact with
+    ``model.learn``'s fixed rollouts; with the batched engine, at least ``total_steps``)."""
+    target = config.total_steps
+    if config.engine == "subproc":
+        rollout = config.n_steps * config.n_envs
+        end = steps + max(0, math.ceil((target - steps) / rollout)) * rollout
+        return Progress(end, steps, desc="train")
+    return Progress(target, steps, desc=f"train (to the first update >= {target:,})")
 
 
 def _eval_text(entry: dict[str, Any]) -> str:
@@ -244,34 +260,66 @@ def _eval_text(entry: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def train(config: TrainConfig, resume: bool = False) -> Path:
-    """Train (or resume) the run ``config.run_dir``; return the checkpoint path.
+def _start(config: TrainConfig, resume: bool) -> tuple[VecEnv, Any, RunState]:
+    """The environments, model and run state of a new or resumed run (a new run's directory is
+    created only once they exist)."""
+    run_dir, batched = config.run_dir, config.engine == "batched"
+    seed = 0 if resume else spawn_seed(config.seed, ENV_STREAM, 0)
+    venv = spaces_env(config) if batched else make_vec_env(config, seed)
+    try:
+        if not resume:
+            return venv, build_model(config, venv, tensorboard=False), RunState()
+        model, state = load_checkpoint(run_dir, venv, config)
+    except BaseException:
+        close_vec_env(venv)
+        raise
+    # The best model is never replaced by a worse one than the best on record.
+    state.best_score = max(state.best_score, best_on_record(run_dir))
+    return venv, model, state
 
-    A new run refuses a directory that already holds a checkpoint (resume it instead)."""
+
+def train(config: TrainConfig, resume: bool = False) -> Path | None:
+    """Train (or resume) the run ``config.run_dir``; return the checkpoint path (``None``: a
+    resumed run already at its target, which it says in one line).
+
+    A new run refuses a directory that already holds a checkpoint (resume it instead); a run
+    that fails to start leaves no new directory behind."""
     config.check()
     run_dir = config.run_dir
-    if not resume and (run_dir / CHECKPOINT).exists():
+    if not resume and any((run_dir / n).exists() for n in (CHECKPOINT, OLD_CHECKPOINT)):
         raise TrainingError(f"{run_dir} already holds a run: resume it or choose another --name")
-    run_dir.mkdir(parents=True, exist_ok=True)
     th.set_num_threads(config.torch_threads)
     batched = config.engine == "batched"
-    venv = None
+    created = not run_dir.exists()
+    venv, model, state = _start(config, resume)
     try:
-        if resume:
-            venv = spaces_env(config) if batched else make_vec_env(config, 0)
-            model, state = load_checkpoint(run_dir, venv)
-            # A resumed run deals new games rather than replaying the first ones.
-            venv.seed(spawn_seed(config.seed, ENV_STREAM, model.num_timesteps))
+        if resume and model.num_timesteps >= config.total_steps:
+            print(
+                f"{run_dir} is already at step {model.num_timesteps:,}, at or past --total-steps "
+                f"{config.total_steps:,}: nothing to train (raise --total-steps to continue)"
+            )
+            return None
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            if resume:
+                # Roll the log back to the checkpoint: evaluations after it are not in its past.
+                write_evaluations(run_dir, state.evaluations)
+                # What a killed process left half-done: an evaluation's model, temporary files.
+                for stale in [run_dir / EVAL_MODEL, *run_dir.glob(".*.tmp")]:
+                    stale.unlink(missing_ok=True)
+                # A resumed run deals new games rather than replaying the first ones.
+                venv.seed(spawn_seed(config.seed, ENV_STREAM, model.num_timesteps))
+            else:
+                write_config(config)
             model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
-        else:
-            write_config(config)
-            seed = spawn_seed(config.seed, ENV_STREAM, 0)
-            venv = spaces_env(config) if batched else make_vec_env(config, seed)
-            model, state = build_model(config, venv), RunState()
-            if config.imitate:
+            if config.imitate and not resume:
                 for key, value in imitate(model, config).items():
                     model.logger.record(key, value)
-                save_policy_only(model, run_dir / "imitation.zip")
+                save_policy_only(model, run_dir / IMITATION, config)
+        except BaseException:
+            if created:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
         callback = _RunCallback(config, state, venv)
         remaining = config.total_steps - model.num_timesteps
         try:
@@ -279,22 +327,24 @@ def train(config: TrainConfig, resume: bool = False) -> Path:
                 _learn_selfplay(model, config, callback)
             elif remaining > 0:
                 model.learn(remaining, callback=callback, reset_num_timesteps=False)
+            if callback.progress is not None:
+                callback.finish()
         except KeyboardInterrupt:
-            path = save_checkpoint(model, config, state)
+            path = save_checkpoint(model, config, state, steps=callback.trained)
             callback.close()
-            print(f"\ninterrupted at step {model.num_timesteps:,}: checkpoint saved to {path}")
+            print(f"\ninterrupted at step {callback.trained:,}: checkpoint saved to {path}")
             raise
-        callback.close()
         if config.eval_every and (
             not state.evaluations or state.evaluations[-1]["step"] != model.num_timesteps
         ):
             callback.model = model
-            callback.run_evaluation()
+            print(f"final evaluation at step {model.num_timesteps:,}")
+            entry = callback.run_evaluation(show=True)
             model.logger.dump(step=model.num_timesteps)
+            print(f"final evaluation: {_eval_text(entry)} (score {entry['score']:.3f})")
         return save_checkpoint(model, config, state)
     finally:
-        if venv is not None:
-            close_vec_env(venv)
+        close_vec_env(venv)
 
 
 def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> None:

@@ -1,0 +1,215 @@
+"""Model files never unpickle: every load path refuses an SB3 ``.zip`` (a doctored one whose
+``data`` carries a pickle payload runs nothing), reads only the lab format (safetensors + JSON,
+docs/model-format.md), and turns a corrupt file into one line with exit code 2. The bundled
+model, converted from its old ``.zip``, plays exactly as it did."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT, PPOAgent, read_model
+from agents.registry import make
+from odin_env.rules import NUM_ACTIONS
+from training.config import TrainConfig, dumps
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = Path(__file__).resolve().parent / "data" / "ppo_4p_reference.npz"
+TINY = [
+    "--engine", "subproc", "--n-envs", "1", "--n-steps", "32", "--batch-size", "32",
+    "--n-epochs", "1", "--net-pi", "16", "--net-vf", "16", "--opponents", "random",
+    "--total-steps", "32", "--eval-every", "0",
+]  # fmt: skip
+
+
+class _Payload:
+    """Unpickling this creates ``marker`` (a harmless stand-in for arbitrary code)."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def doctored_zip(path: Path, marker: Path) -> Path:
+    """An SB3-style ``.zip`` whose ``data`` entry holds a serialized (pickled) object, as SB3's
+    ``load_from_zip_file`` would unpickle it."""
+    data = {
+        "policy_kwargs": {
+            ":type:": "<class 'dict'>",
+            ":serialized:": base64.b64encode(pickle.dumps(_Payload(marker))).decode(),
+        }
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("data", json.dumps(data))
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def run(script: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def one_line_exit_2(done: subprocess.CompletedProcess, *words: str) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert all(word in lines[0] for word in words), lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def evil(tmp_path) -> tuple[Path, Path]:
+    marker = tmp_path / "MARKER"
+    return doctored_zip(tmp_path / "evil.zip", marker), marker
+
+
+def test_the_doctored_zip_is_live_under_the_explicit_opt_in_only(evil):
+    """The payload really runs when a .zip is unpickled (so the refusals below mean something)."""
+    path, marker = evil
+    with pytest.raises(ValueError, match="--import-sb3-zip"):
+        PPOAgent.load(path)
+    assert not marker.exists()
+    with pytest.raises(ValueError):
+        PPOAgent.load(path, trust_pickle=True)  # unpickles: the payload runs
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("name", ["evil.zip", "evil.safetensors", "evil"])
+def test_make_refuses_an_sb3_zip_under_any_name(evil, tmp_path, name):
+    path, marker = evil
+    target = tmp_path / name
+    if target != path:
+        target.write_bytes(path.read_bytes())
+    with pytest.raises(ValueError, match="SB3 .zip.*unpickles.*--import-sb3-zip"):
+        make(f"ppo:{target}")
+    assert not marker.exists()
+
+
+def test_evaluate_refuses_an_sb3_zip(evil):
+    path, marker = evil
+    done = run("evaluate.py", "tournament", "--agents", f"ppo:{path}", "random", "random",
+               "random", "--games", "1")  # fmt: skip
+    one_line_exit_2(done, "--import-sb3-zip")
+    assert not marker.exists()
+
+
+def test_train_init_refuses_an_sb3_zip_and_leaves_no_run(evil, tmp_path):
+    path, marker = evil
+    runs = tmp_path / "runs"
+    done = run("train.py", "--runs-dir", runs, "--name", "x", "--init", path, *TINY)
+    one_line_exit_2(done, "--init", "--import-sb3-zip")
+    assert not marker.exists() and not (runs / "x").exists()
+
+
+def test_train_average_refuses_an_sb3_zip(evil, tmp_path):
+    path, marker = evil
+    runs = tmp_path / "runs"
+    done = run("train.py", "--runs-dir", runs, "--name", "soup", "--average", path, path)
+    one_line_exit_2(done, "--import-sb3-zip")
+    assert not marker.exists() and not (runs / "soup").exists()
+
+
+@pytest.mark.parametrize("name", ["checkpoint.safetensors", "checkpoint.zip"])
+def test_train_resume_refuses_a_doctored_checkpoint(evil, tmp_path, name):
+    path, marker = evil
+    run_dir = tmp_path / "runs" / "r"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(dumps(TrainConfig(runs_dir=str(tmp_path), name="r")))
+    (run_dir / name).write_bytes(path.read_bytes())
+    done = run("train.py", "--resume", run_dir)
+    one_line_exit_2(done, "cannot resume", "unpickle")
+    assert not marker.exists()
+
+
+@pytest.fixture
+def truncated(tmp_path) -> Path:
+    payload = BUNDLED_MODEL.read_bytes()
+    path = tmp_path / "cut.safetensors"
+    path.write_bytes(payload[: len(payload) // 3])
+    return path
+
+
+def test_a_truncated_model_file_is_one_clear_error(truncated, tmp_path):
+    with pytest.raises(ValueError, match="not a readable odin-lab model file"):
+        make(f"ppo:{truncated}")
+    done = run("evaluate.py", "tournament", "--agents", f"ppo:{truncated}", "random", "random",
+               "random", "--games", "1")  # fmt: skip
+    one_line_exit_2(done, "not a readable odin-lab model file")
+    runs = tmp_path / "runs"
+    done = run("train.py", "--runs-dir", runs, "--name", "x", "--init", truncated, *TINY)
+    one_line_exit_2(done, "--init", "not a readable odin-lab model file")
+    done = run("train.py", "--runs-dir", runs, "--name", "y", "--average", truncated, truncated)
+    one_line_exit_2(done, "not a readable odin-lab model file")
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_average_refuses_a_name_outside_the_runs_dir(tmp_path):
+    runs = tmp_path / "runs"
+    model = str(BUNDLED_MODEL)
+    done = run("train.py", "--runs-dir", runs, "--name", "../../x", "--average", model, model)
+    one_line_exit_2(done, "name must be")
+    assert not runs.exists() and not (tmp_path.parent / "x").exists()
+
+
+def test_the_bundled_model_is_a_lab_file_that_plays_as_the_old_zip_did():
+    """600 positions from seeded random-play games (400 at 4 players, 50 at each other size),
+    with the actions the original ``ppo_4p.zip`` chose there (recorded before conversion)."""
+    from safetensors import safe_open
+
+    assert BUNDLED_MODEL.suffix == ".safetensors" and BUNDLED_MODEL.is_file()
+    with safe_open(str(BUNDLED_MODEL), framework="np") as f:
+        meta = f.metadata()
+    assert meta["format"] == MODEL_FORMAT and int(meta["version"]) == FORMAT_VERSION
+    info = json.loads(meta["model"])
+    assert info["players"] == 4 and info["architecture"]["prior"] == "planner"
+    assert info["provenance"]["command"]
+    ref = np.load(REFERENCE, allow_pickle=False)
+    masks = np.unpackbits(ref["masks"], axis=1, count=NUM_ACTIONS).astype(bool)
+    assert len(ref["actions"]) >= 500
+    actions = make("ppo").act_batch(ref["obs"], masks)
+    assert np.array_equal(actions, ref["actions"])
+
+
+def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path):
+    """``train.py --import-sb3-zip`` converts a genuine MaskablePPO .zip; the lab file plays
+    what the live policy plays and records its architecture."""
+    from training import build_model
+    from training.policy import snapshot
+    from training.subproc import spaces_env
+
+    config = TrainConfig(prior="greedy", net_pi=[16], net_vf=[8], runs_dir=str(tmp_path))
+    model = build_model(config, spaces_env(config), tensorboard=False)
+    model.save(tmp_path / "sb3.zip")
+    runs = tmp_path / "runs"
+    done = run("train.py", "--runs-dir", runs, "--name", "imp", "--import-sb3-zip",
+               tmp_path / "sb3.zip", "--players", "4")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = runs / "imp" / "imported.safetensors"
+    info, _ = read_model(out)
+    assert info["architecture"] == {
+        "net_pi": [16], "net_vf": [8], "activation": "ReLU", "action_features": True,
+        "prior": "greedy",
+    }  # fmt: skip
+    assert info["players"] == 4
+    ref = np.load(REFERENCE, allow_pickle=False)
+    obs, masks = ref["obs"][:100], np.unpackbits(ref["masks"][:100], axis=1, count=NUM_ACTIONS)
+    live = snapshot(model.policy).act_batch(obs, masks)
+    assert np.array_equal(PPOAgent.load(out).act_batch(obs, masks), live)

@@ -1,0 +1,208 @@
+"""A run's files always agree: after ``kill -9`` at any moment and ``--resume``, the checkpoint,
+``evaluations.jsonl`` and the best model describe one history; a resume refuses a checkpoint of
+other settings; ``--total-steps`` and the step count saved on SIGTERM mean trained decisions; a
+run that fails to start leaves nothing behind. Real ``train.py`` runs in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from training.checkpoints import checkpoint_step, read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+ROLLOUT = 64  # n_envs x n_steps below
+TINY = [
+    "--engine", "subproc", "--n-envs", "2", "--n-steps", "32", "--batch-size", "64",
+    "--n-epochs", "1", "--net-pi", "32", "--net-vf", "32", "--opponents", "random",
+    "--eval-deals", "1", "--eval-opponents", "random",
+]  # fmt: skip
+BATCHED = [
+    "--engine", "batched", "--opponents", "learner", "--selfplay-batch", "8", "--n-envs", "2",
+    "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1", "--net-pi", "32",
+    "--net-vf", "32", "--eval-deals", "1", "--eval-opponents", "random",
+]  # fmt: skip
+MOST_PER_UPDATE = 64 + 8 * 4
+
+
+def train(*args: object, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def start(*args: object) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), *map(str, args)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its env workers are in its group: a signal reaches them all
+    )
+
+
+def log(run: Path) -> list[dict]:
+    path = run / "evaluations.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def best_score(run: Path) -> float:
+    return json.loads((run / "best.json").read_text())["score"]
+
+
+@pytest.fixture(scope="module")
+def done_run(tmp_path_factory) -> Path:
+    runs = tmp_path_factory.mktemp("runs")
+    done = train("--runs-dir", runs, "--name", "done", "--total-steps", 100, *TINY,
+                 "--checkpoint-every", 64, "--eval-every", 64)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (runs / "stdout.txt").write_text(done.stdout)
+    (runs / "stderr.txt").write_text(done.stderr)
+    return runs / "done"
+
+
+def copy_run(source: Path, target: Path) -> Path:
+    target.mkdir(parents=True)
+    for item in source.iterdir():
+        if item.is_file():
+            (target / item.name).write_bytes(item.read_bytes())
+    return target
+
+
+def test_kill_9_between_an_evaluation_and_the_next_checkpoint_then_resume(tmp_path):
+    """Evaluations every rollout, checkpoints every 8: a SIGKILL after an evaluation that no
+    checkpoint covers yet. The resume rolls the log back to the checkpoint, and the best score
+    on record never goes down."""
+    run = tmp_path / "k"
+    proc = start("--runs-dir", tmp_path, "--name", "k", "--total-steps", 10**7, *TINY,
+                 "--eval-every", ROLLOUT, "--checkpoint-every", 8 * ROLLOUT)  # fmt: skip
+    checkpoint = run / "checkpoint.safetensors"
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline:
+            if checkpoint.exists():
+                steps = [e["step"] for e in log(run)]
+                if steps and steps[-1] > checkpoint_step(checkpoint):
+                    break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    saved = checkpoint_step(checkpoint)
+    before = log(run)
+    assert before[-1]["step"] > saved  # the log ran ahead of the checkpoint when it died
+    best_before = best_score(run)
+    done = train("--resume", run, "--total-steps", saved + 2 * ROLLOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    final = checkpoint_step(checkpoint)
+    assert final == saved + 2 * ROLLOUT
+    steps = [e["step"] for e in log(run)]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    assert all(step <= final for step in steps)
+    # The kept history is the checkpoint's: every entry up to its step, as the log had them.
+    assert [e for e in log(run) if e["step"] <= saved] == [e for e in before if e["step"] <= saved]
+    assert read_run(checkpoint)[1].evaluations == log(run)
+    assert best_score(run) >= best_before
+    assert read_run(checkpoint)[1].best_score >= best_before
+
+
+def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_path):
+    run = copy_run(done_run, tmp_path / "r")
+    (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
+    best = (run / "best.safetensors").read_bytes()
+    target = checkpoint_step(run / "checkpoint.safetensors") + 2 * ROLLOUT
+    done = train("--resume", run, "--total-steps", target)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(log(run)) > len(log(done_run))  # it evaluated again ...
+    assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model
+    assert best_score(run) == 2.0
+
+
+def test_resume_refuses_a_checkpoint_of_other_settings_naming_the_field(done_run, tmp_path):
+    run = copy_run(done_run, tmp_path / "r")
+    config = json.loads((run / "config.json").read_text())
+    config["gamma"] = 0.9
+    (run / "config.json").write_text(json.dumps(config))
+    done = train("--resume", run, "--total-steps", 10_000)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert "gamma" in lines[0] and "differs from config.json" in lines[0]
+
+
+def test_total_steps_stops_at_the_first_update_at_or_past_it(done_run):
+    assert checkpoint_step(done_run / "checkpoint.safetensors") == 128  # 100 -> 2 rollouts of 64
+    stderr = (done_run.parent / "stderr.txt").read_text()
+    assert "/128" in stderr and "/100" not in stderr  # the bar's total is where the run stops
+    assert [e["step"] for e in log(done_run)] == [64, 128]
+
+
+def test_the_final_evaluation_shows_progress_and_prints_its_result(done_run):
+    stdout = (done_run.parent / "stdout.txt").read_text()
+    assert "final evaluation at step 128" in stdout
+    assert re.search(r"final evaluation: random \d+% \(score", stdout)
+
+
+def test_batched_total_steps_and_its_progress_bar(tmp_path):
+    done = train("--runs-dir", tmp_path, "--name", "b", "--total-steps", 100, *BATCHED,
+                 "--checkpoint-every", 64, "--eval-every", 0)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    step = checkpoint_step(tmp_path / "b" / "checkpoint.safetensors")
+    assert 100 <= step < 100 + MOST_PER_UPDATE
+    assert "first update >= 100" in done.stderr
+
+
+def test_a_resume_already_at_its_target_says_so_and_changes_nothing(done_run, tmp_path):
+    run = copy_run(done_run, tmp_path / "r")
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    done = train("--resume", run, "--total-steps", 100)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().count("\n") == 0 and "already at step 128" in done.stdout
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("bad", ["missing", "other_architecture"])
+def test_a_run_that_fails_to_start_leaves_no_folder(done_run, tmp_path, bad):
+    init = tmp_path / "nothing.safetensors"
+    if bad == "other_architecture":
+        init = done_run / "best.safetensors"  # 32-unit layers; this run asks for 16
+    runs = tmp_path / "runs"
+    done = train("--runs-dir", runs, "--name", "x", "--init", init, *TINY, "--net-pi", 16,
+                 "--net-vf", 16, "--total-steps", 64)  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "--init" in lines[0], done.stderr
+    assert not (runs / "x").exists()
+
+
+def test_sigterm_saves_the_step_count_of_the_last_completed_update(tmp_path):
+    """The subprocess engine counts env steps as it collects; what is saved on SIGTERM is the
+    count the weights were trained on: a whole number of rollouts."""
+    run = tmp_path / "t"
+    proc = start("--runs-dir", tmp_path, "--name", "t", "--total-steps", 10**7, *TINY,
+                 "--checkpoint-every", ROLLOUT, "--eval-every", 0)  # fmt: skip
+    checkpoint = run / "checkpoint.safetensors"
+    deadline = time.monotonic() + 180
+    while not checkpoint.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.7)
+    os.kill(proc.pid, signal.SIGTERM)  # a plain `kill PID`
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-2000:]
+    saved = re.search(r"interrupted at step ([\d,]+): checkpoint saved", stdout)
+    assert saved, stdout[-2000:]
+    step = int(saved.group(1).replace(",", ""))
+    assert checkpoint_step(checkpoint) == step and step % ROLLOUT == 0 and step > 0
