@@ -19,6 +19,7 @@ unpickles anything and needs no torch. An SB3 ``.zip`` is refused unless importe
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,8 @@ import numpy as np
 from agents.heuristics import HEURISTICS
 from odin_env.cards import NUM_CARDS, NUM_VALUES
 from odin_env.combos import COMBO_CARDS, COMBO_MASKS, NUM_COMBOS
-from odin_env.observation import OBS_SIZE
-from odin_env.rules import NUM_ACTIONS, PASS, TAKE
+from odin_env.observation import LAYOUT, OBS_SIZE
+from odin_env.rules import MIN_PLAYERS, NUM_ACTIONS, PASS, TAKE
 
 BUNDLED_MODEL = Path(__file__).resolve().parent / "models" / "ppo_4p.safetensors"
 _ACTIVATIONS = {"ReLU": lambda x: np.maximum(x, 0.0), "Tanh": np.tanh}
@@ -56,6 +57,9 @@ def _action_features() -> np.ndarray:
     table.flags.writeable = False
     return table
 
+
+_PLAYERS = LAYOUT["players"][0]
+"""The observation's one-hot of the table size (2 .. 6)."""
 
 ACTION_FEATURES = _action_features()
 """Per action: 54 cards played, 54 card taken, 9 size one-hot, pass, take, play, same colour,
@@ -401,7 +405,26 @@ class PPOAgent(NumpyPolicy):
         except (KeyError, ValueError, TypeError) as error:
             raise ValueError(f"incompatible PPO model {path}: {error}") from None
         agent.info = info
+        agent.path = path
+        agent._warned = set()
         return agent
+
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """As :meth:`NumpyPolicy.act_batch`; warns once per table size the model was not
+        trained for (it plays legally there, but weaker)."""
+        trained = (getattr(self, "info", None) or {}).get("players")
+        if trained is not None:
+            rows = np.reshape(observations, (-1, OBS_SIZE))
+            if len(rows):
+                players = int(rows[0, _PLAYERS].argmax()) + MIN_PLAYERS
+                if players != trained and players not in self._warned:
+                    self._warned.add(players)
+                    warnings.warn(
+                        f"PPO model {self.path} was trained for {trained} players and plays "
+                        f"at {players}: expect it to be weaker there",
+                        stacklevel=2,
+                    )
+        return super().act_batch(observations, action_masks)
 
 
 __all__ = [

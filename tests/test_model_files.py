@@ -213,3 +213,20 @@ def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path)
     obs, masks = ref["obs"][:100], np.unpackbits(ref["masks"][:100], axis=1, count=NUM_ACTIONS)
     live = snapshot(model.policy).act_batch(obs, masks)
     assert np.array_equal(PPOAgent.load(out).act_batch(obs, masks), live)
+
+
+def test_a_model_played_at_another_table_size_says_so_once():
+    import warnings as w
+
+    from evaluation.tournament import play_game
+    from odin_env.rules import Config, Game
+
+    agent = make("ppo")
+    assert agent.info["players"] == 4
+    with w.catch_warnings(record=True) as caught:
+        w.simplefilter("always")
+        play_game(Game(Config(players=4), seed=0), [agent] * 4)
+        assert not caught
+        play_game(Game(Config(players=3), seed=0), [agent] * 3)
+    said = [str(c.message) for c in caught]
+    assert len(said) == 1 and "trained for 4 players" in said[0] and "at 3" in said[0]
