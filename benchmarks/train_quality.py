@@ -46,9 +46,7 @@ def main() -> None:
                     checkpoint = train(config)
                 seconds = time.perf_counter() - start
                 table = [f"ppo:{checkpoint}"] + [args.opponent] * (config.game.players - 1)
-                games = play_tournament(
-                    table, config.game, args.deals, seed=2026, progress=False
-                )
+                games = play_tournament(table, config.game, args.deals, seed=2026, progress=False)
                 result = agent_summary(games, table)[0]
                 low, high = result["ci_low"], result["ci_high"]
                 print(
