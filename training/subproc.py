@@ -7,6 +7,7 @@ Masks travel in each step's ``info``, so the trainer does not query every subpro
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Sequence
 from typing import Any
@@ -109,16 +110,29 @@ def spaces_env(config: TrainConfig) -> DummyVecEnv:
     return DummyVecEnv([make])
 
 
-def close_vec_env(venv: VecEnv) -> None:
-    """Close the environments, also after an interrupt in the middle of a step.
+def close_vec_env(venv: VecEnv, timeout: float = 10.0) -> None:
+    """Close the environments, also after an interrupt in the middle of a step; never hangs.
 
-    Ctrl-C inside ``SubprocVecEnv.step_wait`` can leave some workers' results read and others
-    not; its ``close`` would then wait for a result that was already read and hang forever. The
-    workers still obey a close command, so clear the flag and close."""
+    Ctrl-C inside ``SubprocVecEnv.step_wait`` (or ``env_method``) can leave some workers'
+    replies read and others not; SB3's ``close`` would then wait for a reply that was already
+    read. Here each worker is told to close, given ``timeout`` seconds, and terminated if it is
+    still alive then."""
     inner = venv.venv if isinstance(venv, VecEnvWrapper) else venv
-    if getattr(inner, "waiting", False):
-        inner.waiting = False
-    venv.close()
+    if not isinstance(inner, SubprocVecEnv):
+        venv.close()
+        return
+    if inner.closed:
+        return
+    inner.waiting = False
+    for remote in inner.remotes:
+        with contextlib.suppress(OSError):  # that worker is gone already (broken pipe)
+            remote.send(("close", None))
+    for process in inner.processes:
+        process.join(timeout)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout)
+    inner.closed = True
 
 
 __all__ = ["MasksFromInfo", "PoolEnv", "close_vec_env", "make_vec_env", "spaces_env"]
