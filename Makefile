@@ -3,17 +3,33 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RLLIB_STAMP := .venv-rllib/.installed
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: test run bench lint clean
+.PHONY: test run bench lint clean web screenshot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,notebooks]"
+	$(PY) -m pip install -q -e ".[dev,notebooks,web,ray,examples]"
 	touch $(STAMP)
 
-test: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+# RLlib pins another gymnasium than the lab's: its example runs in an environment of its own.
+.venv-rllib: $(RLLIB_STAMP)
+$(RLLIB_STAMP): pyproject.toml
+	$(PYTHON) -m venv .venv-rllib
+	.venv-rllib/bin/python -m pip install -q --upgrade pip
+	.venv-rllib/bin/python -m pip install -q -e ".[rllib]"
+	touch $(RLLIB_STAMP)
+
+# The web app's browser test drives Debian's Chromium (Playwright downloads no browser of its
+# own; the machine may have no network but the package mirrors). Skipped once it is installed.
+$(CHROMIUM):
+	export DEBIAN_FRONTEND=noninteractive; SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	$$SUDO apt-get install -y -q chromium || ($$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium)
+
+test: $(STAMP) $(RLLIB_STAMP) $(CHROMIUM)
+	$(PY) -m pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/env_throughput.py
@@ -22,7 +38,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-rllib .pytest_cache .hypothesis
+
+web: $(STAMP)
+	$(PY) -m webapp $(ARGS)
+
+# Renew the README's picture of the web app (the browser test takes it; tests never write docs/).
+screenshot: $(STAMP) $(CHROMIUM)
+	ODIN_SCREENSHOT=docs/webapp.png $(PY) -m pytest -q tests/test_webapp_browser.py
 
 run: $(STAMP)
 	$(PY) evaluate.py showcase --out results/showcase

@@ -82,13 +82,16 @@ def add_fields(
     cls: type,
     skip: Iterable[str] = (),
     defaults: dict[str, Any] | None = None,
+    consts: dict[str, Any] | None = None,
 ) -> list[str]:
     """Add a flag for every field of dataclass ``cls`` not in ``skip``; return the field names.
 
-    ``defaults``: defaults to show instead of the dataclass's (a CLI whose default differs)."""
+    ``defaults``: defaults to show instead of the dataclass's (a CLI whose default differs).
+    ``consts``: fields whose flag may also be given without a value, meaning this one (``--ray``
+    alone: a local Ray)."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
-    skip, defaults, names = set(skip), defaults or {}, []
+    skip, defaults, consts, names = set(skip), defaults or {}, consts or {}, []
     for f in fields(cls):
         if f.name in skip:
             continue
@@ -97,14 +100,17 @@ def add_fields(
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {hints[f.name]}")
         default = defaults.get(f.name, _default(f))
         shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        alone = {"nargs": "?", "const": consts[f.name]} if f.name in consts else {}
+        if many and alone:
+            raise TypeError(f"{cls.__name__}.{f.name}: a list flag cannot stand alone")
         parser.add_argument(
             flag(f.name),
             dest=f.name,
             type=kind,
-            nargs="+" if many else None,
             default=None,
             metavar=f.name.upper(),
             help=f"{docs.get(f.name, '')} (default: {shown})",
+            **(alone or {"nargs": "+" if many else None}),
         )
         names.append(f.name)
     return names

@@ -6,11 +6,15 @@
         --start-rule rotate winner
     python evaluate.py thresholds --agents planner greedy greedy greedy --thresholds 5 10 15 20 30
     python evaluate.py showcase --out results/showcase      # what `make run` runs
+    python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
+    python evaluate.py watch --agents ppo planner greedy random --seed 0 [--out FILE]
 
 Agents are specs of ``agents.make``: random, a heuristic name, ppo or ppo:PATH. The game flags
 are the fields of ``odin_env.rules.Config``, with its docs and defaults.
 Deals are fixed by ``--seed`` and each
-deal is played once per seat rotation; results do not depend on ``--workers``. ``tournament
+deal is played once per seat rotation; results do not depend on ``--workers``, nor on
+``--ray [ADDRESS]`` (every command: the games as Ray tasks on a cluster, or on a local Ray
+without an address; ``evaluation.distributed``). ``tournament
 --engine`` picks how games are played (``auto``: the batched engine when every agent has a
 batched form; the results of deterministic agents do not depend on it). Bad input exits with
 code 2 and a one-line error.
@@ -19,6 +23,7 @@ code 2 and a one-line error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -40,8 +45,24 @@ def _game_flags(p: argparse.ArgumentParser, players_many: bool = False) -> None:
     skip = {"players", "seed"} | ({"first_player"} if players_many else set())
     cli.add_fields(p, Config, skip=skip)
     p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    _parallel_flags(p, workers=1)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
+    """``--workers`` and ``--ray [ADDRESS]``; ``workers``: the default without Ray."""
+    p.add_argument(
+        "--workers", type=int,
+        help=f"worker processes (default {workers}); with --ray and no address: the CPUs of "
+        "the local Ray (default: all)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray", nargs="?", const="local", metavar="ADDRESS",
+        help="play the games as Ray tasks (the same results): on the cluster at ADDRESS "
+        "(auto, HOST:PORT or ray://HOST:PORT), or on a local Ray when no address is given; "
+        "needs the ray extra",
+    )  # fmt: skip
+    p.set_defaults(default_workers=workers)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -85,9 +106,80 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--out", type=Path, default=Path("results/showcase"))
     w.add_argument("--games", type=int, default=800)
     w.add_argument("--seed", type=int, default=0)
-    w.add_argument("--workers", type=int, default=2)
+    _parallel_flags(w, workers=2)
     w.add_argument("--no-progress", action="store_true")
+    _show_parsers(sub)
     return root
+
+
+def _show_parsers(sub: argparse._SubParsersAction) -> None:
+    """``replay`` and ``watch``: one game told move by move (``evaluation.narrate``)."""
+    r = sub.add_parser("replay", help="tell a recorded game move by move")
+    r.add_argument(
+        "results", type=Path,
+        help="a records file (tournament.json, a play.py or watch record; docs/records.md) "
+        "or a tournament's folder",
+    )  # fmt: skip
+    r.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
+    v = sub.add_parser("watch", help="play one new game between agents and tell it")
+    v.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
+    v.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
+    cli.add_fields(v, Config, skip={"players", "seed"})
+    v.add_argument("--seed", type=int, default=0, help="seed of the deal (>= 0)")
+    v.add_argument("--out", type=Path, help="also save the game as a records file")
+    for p in (r, v):
+        p.add_argument("--seat", type=int, help="tell it as this seat sees it (default: all open)")
+        p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
+
+
+def show(args: argparse.Namespace, prog: str) -> int:
+    """``replay`` and ``watch``: print the game; exit code 0, or 2 with one line."""
+    from evaluation.narrate import Style, tell_record, use_colour
+    from evaluation.records import load_records, write_records
+
+    try:
+        if args.command == "replay":
+            records, source = load_records(args.results), str(args.results)
+        else:
+            config = _check_counts(args, args.agents)
+            if args.seed < 0:
+                raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+            if args.out is not None and args.out.is_dir():
+                raise ValueError(f"--out {args.out} is a folder: name a file")
+            for spec in dict.fromkeys(args.agents):
+                check_agent(spec)
+            records, source = _watch(args.agents, config, args.seed), ""
+        players = records.config.players
+        if args.seat is not None and not 0 <= args.seat < players:
+            raise ValueError(f"--seat must be 0-{players - 1} ({players} players); got {args.seat}")
+        style = Style(use_colour(sys.stdout, args.no_colour))
+        lines = list(tell_record(records, args.game, args.seat, style, source))
+    except ValueError as e:
+        return cli.fail(prog, e)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    if args.command == "watch" and args.out is not None:
+        write_records(
+            args.out, records.config, records.specs, records.games, extra={"source": "watch"}
+        )
+    try:
+        print("\n".join(lines))
+        if args.command == "watch" and args.out is not None:
+            print(f"saved to {args.out} (python evaluate.py replay {args.out})")
+    except BrokenPipeError:  # e.g. piped into head: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _watch(specs: list[str], config: Config, seed: int):
+    """One new game between ``specs`` (deal 0, rotation 0 of a tournament seeded ``seed``)."""
+    from agents import make
+    from evaluation.records import RecordsFile
+    from evaluation.tournament import play_deals
+
+    record = play_deals([make(s) for s in specs], config, 1, seed, rotate=False, engine="single")
+    return RecordsFile(config, tuple(specs), tuple(record))
 
 
 def check_agent(spec: str) -> None:
@@ -129,8 +221,12 @@ def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
 def _check_common(args: argparse.Namespace) -> None:
     if getattr(args, "games", 1) < 1:
         raise ValueError(f"--games must be >= 1; got {args.games}")
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
+    if args.ray is not None:
+        from evaluation.distributed import require_ray
+
+        require_ray()
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
     if args.out.exists() and not args.out.is_dir():
@@ -145,12 +241,13 @@ def validate(args: argparse.Namespace) -> Config | None:
         for spec in dict.fromkeys(args.agents):
             check_agent(spec)
         if getattr(args, "engine", "auto") == "batched":
-            from agents.registry import has_batch_form
+            from agents.registry import batch_form_names, has_batch_form
 
             single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
             if single:
                 raise ValueError(
-                    f"--engine batched needs agents with a batched form (random, greedy, ppo); "
+                    f"--engine batched needs agents with a batched form "
+                    f"(act_batch: {', '.join(batch_form_names())}); "
                     f"none for {', '.join(single)}: use --engine single or auto"
                 )
         if args.command == "thresholds":
@@ -171,10 +268,22 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 done, 2 bad input, 130 interrupted)."""
     args = parser().parse_args(argv)
     prog = f"{PROG} {args.command}"
+    if args.command in ("replay", "watch"):
+        args.game = getattr(args, "game", 0)
+        return show(args, prog)
     try:
         config = validate(args)
     except ValueError as e:
         return cli.fail(prog, e)
+    if args.workers is None:  # a local Ray takes every CPU unless told otherwise
+        args.workers = (os.cpu_count() or 1) if args.ray is not None else args.default_workers
+    if args.ray is not None:
+        from evaluation.distributed import connect
+
+        try:
+            connect(args.ray, args.workers)  # before anything is played or written
+        except ValueError as e:
+            return cli.fail(prog, e)
 
     from evaluation import studies
     from evaluation.provenance import provenance
@@ -186,21 +295,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "tournament":
             _, text = studies.tournament(
                 args.agents, config, args.games, args.seed, args.out, args.workers, progress,
-                engine=args.engine, resume=args.resume,
+                engine=args.engine, resume=args.resume, ray=args.ray,
             )  # fmt: skip
         elif args.command == "seating":
             _, text = studies.seating(
                 args.agent, args.players, args.first_player, args.games, args.seed, args.out,
-                config, args.workers, progress,
+                config, args.workers, progress, ray=args.ray,
             )  # fmt: skip
         elif args.command == "thresholds":
             _, text = studies.thresholds(
                 args.agents, args.thresholds, args.games, args.seed, args.out, config,
-                args.workers, progress,
+                args.workers, progress, ray=args.ray,
             )  # fmt: skip
         else:
             text = studies.showcase(
-                args.out, args.workers, args.games, seed=args.seed, progress=progress
+                args.out, args.workers, args.games, seed=args.seed, progress=progress, ray=args.ray
             )
     except TournamentInterrupted as stop:
         studies.write_json(args.out / "provenance.json", provenance(specs))

@@ -38,7 +38,7 @@ def parser() -> cli.Parser:
     game = p.add_argument_group("game (odin_env.rules.Config)")
     cli.add_fields(game, Config, skip=["seed"])
     run = p.add_argument_group("run (training.TrainConfig)")
-    cli.add_fields(run, TrainConfig, skip=["game"])
+    cli.add_fields(run, TrainConfig, skip=["game"], consts={"ray": "local"})
     p.add_argument(
         "--average",
         nargs="+",
@@ -59,7 +59,7 @@ def parser() -> cli.Parser:
         "--resume",
         type=Path,
         metavar="RUN_DIR",
-        help="continue runs/NAME from its checkpoint (only --total-steps may change)",
+        help="continue runs/NAME from its checkpoint (only --total-steps and --ray may change)",
     )
     return p
 
@@ -76,12 +76,14 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
         config.check()
         return config, False
     config = read_config(args.resume)
-    extra = sorted(k for k in {**game, **run} if k != "total_steps")
+    extra = sorted(k for k in {**game, **run} if k not in ("total_steps", "ray"))
     if extra:
         raise TrainingError(
-            f"--resume keeps the run's settings; only --total-steps may change, got {extra}"
+            "--resume keeps the run's settings; only --total-steps and --ray (the cluster) may "
+            f"change, got {extra}"
         )
     config.total_steps = run.get("total_steps", config.total_steps)
+    config.ray = run.get("ray", config.ray)
     config.runs_dir, config.name = str(args.resume.parent), args.resume.name
     return config, True
 

@@ -14,8 +14,8 @@ acting seat's observation row and its legal-action mask. It is fed by
 :class:`agents.base.Agent` to the batched interface by asking it game by game (correct for every
 agent, fast for none: native batched agents are the fast path). ``act_by_seat`` plays a table of
 different agents, one per seat, asking each for the rows where its seat acts.
-:func:`agents.registry.make_batch_agent` builds the batched form of a spec (``random``,
-``greedy`` as :class:`agents.batched_heuristics.BatchGreedyAgent`, ``ppo``).
+:func:`agents.registry.make_batch_agent` builds the batched form of a spec (``random``, the
+heuristics' native forms of :mod:`agents.batched_heuristics`, ``ppo``).
 
 Keys: a batch's rows come from whichever games the caller batched together, so a stochastic
 batched agent drawing from one generator gives a game different actions in a different batch.

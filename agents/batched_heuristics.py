@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from agents.batch import check_batch
+from agents.batched_planner import BatchPlannerAgent
+from agents.batched_shaper import BatchShaperAgent
 from agents.hand import VALUE_OF
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
 from odin_env.combos import COMBO_BITS, NUM_COMBOS, SIZE_START
@@ -131,7 +133,11 @@ def _best_take(hand: np.ndarray, takes: np.ndarray) -> np.ndarray:
     return key.argmax(axis=1)
 
 
-BATCH_HEURISTICS: dict[str, type] = {"greedy": BatchGreedyAgent}
+BATCH_HEURISTICS: dict[str, type] = {
+    "greedy": BatchGreedyAgent,
+    "shaper": BatchShaperAgent,
+    "planner": BatchPlannerAgent,
+}
 """Heuristic specs with a native batched form, by spec name."""
 
 __all__ = ["BATCH_HEURISTICS", "BatchGreedyAgent"]

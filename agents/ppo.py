@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
 from odin_env.cards import NUM_CARDS, NUM_VALUES
 from odin_env.combos import COMBO_CARDS, COMBO_MASKS, NUM_COMBOS
@@ -84,7 +85,10 @@ def check_prior(spec: str | None) -> None:
 
 
 def prior_actions(agent: Any, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """The prior agent's action for each row of game observations and masks."""
+    """The prior agent's action for each row of game observations and masks (in one call when
+    the agent has a batched form: the heuristics' batched forms act exactly as they do)."""
+    if hasattr(agent, "act_batch"):
+        return agent.act_batch(observations, masks)
     return np.array([agent.act(o, m) for o, m in zip(observations, masks)], dtype=np.int64)
 
 
@@ -124,7 +128,7 @@ class NumpyPolicy:
         self.prior_weight = float(prior_weight)
         self._prior_agent = None
         if prior is not None:
-            self._prior_agent = HEURISTICS[prior]()
+            self._prior_agent = BATCH_HEURISTICS[prior]()
         self.activation = activation
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)

@@ -2,8 +2,9 @@
 
 Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled model) or ``ppo:PATH`` (a model
-file). Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for
-``random``, ``greedy`` and ``ppo``; :func:`has_batch_form` says which.
+file); ``search`` (:class:`agents.search.SearchAgent`) or ``search:N`` (``N`` playouts per
+decision). Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every
+agent but ``search``; :func:`has_batch_form` says which.
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ from agents.batch import BatchAgent, BatchRandomAgent
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
 from agents.ppo import PPOAgent
+from agents.search import SearchAgent
+
+
+def batch_form_names() -> list[str]:
+    """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
+    return ["random", *BATCH_HEURISTICS, "ppo"]
 
 
 def agent_names() -> list[str]:
     """Every spec ``make`` accepts without a path."""
-    return ["random", *HEURISTICS, "ppo"]
+    return ["random", *HEURISTICS, "ppo", "search"]
 
 
 def check_spec(spec: str) -> None:
@@ -28,8 +35,11 @@ def check_spec(spec: str) -> None:
     name, _, path = spec.partition(":")
     if name == "ppo" or (name in agent_names() and not path):
         return
+    if name == "search" and path.isdigit() and int(path) >= 1:
+        return
     raise ValueError(
-        f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH"
+        f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
+        "search:N (N >= 1 playouts per decision)"
     )
 
 
@@ -41,6 +51,8 @@ def make(spec: str, seed: int | None = None) -> Agent:
         return RandomAgent(seed)
     if name == "ppo":
         return PPOAgent.load(path or None, seed=seed)
+    if name == "search":
+        return SearchAgent(seed, **({"rollouts": int(path)} if path else {}))
     return HEURISTICS[name](seed=seed)
 
 
@@ -51,13 +63,14 @@ def has_batch_form(spec: str) -> bool:
 
 
 def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
-    """The batched agent of a spec: ``random`` -> :class:`agents.batch.BatchRandomAgent`,
-    ``greedy`` -> its native batched form, ``ppo``/``ppo:PATH`` -> the PPO player (it has
-    ``act_batch``); ``ValueError`` for an agent without a batched form or an unknown spec."""
+    """The batched agent of a spec: ``random`` -> :class:`agents.batch.BatchRandomAgent`, a
+    heuristic -> its numba form (:data:`agents.batched_heuristics.BATCH_HEURISTICS`),
+    ``ppo``/``ppo:PATH`` -> the PPO player (it has ``act_batch``); ``ValueError`` for an agent
+    without a batched form or an unknown spec."""
     if not has_batch_form(spec):
         raise ValueError(
-            f"agent {spec!r} has no batched form (act_batch): batched agents are random, "
-            f"{', '.join(BATCH_HEURISTICS)} and ppo"
+            f"agent {spec!r} has no batched form (act_batch): batched agents are "
+            f"{', '.join(batch_form_names())}"
         )
     if spec == "random":
         return BatchRandomAgent(seed)
@@ -66,4 +79,11 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
     return make(spec, seed)
 
 
-__all__ = ["agent_names", "check_spec", "has_batch_form", "make", "make_batch_agent"]
+__all__ = [
+    "agent_names",
+    "batch_form_names",
+    "check_spec",
+    "has_batch_form",
+    "make",
+    "make_batch_agent",
+]

@@ -33,7 +33,8 @@ from tqdm import tqdm
 
 import odin_env
 from agents.batch import BatchRandomAgent
-from odin_env.batched import BatchedGames, compare_with_rules
+from odin_env.batched import BatchedGames
+from odin_env.batched_check import compare_with_rules
 from odin_env.combos import BEAT_HI, BEAT_LO, COMBO_BITS, NUM_COMBOS
 from odin_env.observation import NUM_PLANES, OBS_SIZE
 from odin_env.rules import FIRST_PLAYER_RULES, NUM_ACTIONS, Config

@@ -1,6 +1,6 @@
 """Evaluation speed: games per second of tournaments (4 players, threshold 15, rotated seats).
 
-    python benchmarks/eval_throughput.py [--games 400] [--batched-games 4000] [--seed 0]
+    python benchmarks/eval_throughput.py [--games 400] [--batched-games 4000] [--seed 0] [--ray]
 
 Three lines: four ``greedy`` players on the single engine (one ``rules.Game`` at a time) with 1
 and 2 worker processes (the 2-worker figure includes the start-up of the worker processes); the
@@ -8,6 +8,8 @@ same four ``greedy`` on the batched engine (``odin_env.batched``, up to 1,024 ga
 vectorised ``BatchGreedyAgent``), one worker; four ``random`` players on the single and the
 batched engine, one worker each. The batched figure excludes the one-off loading of its compiled
 kernels (done before the clock starts) and plays more games, so that its slots stay busy.
+``--ray``: also the four ``greedy`` on the single engine as Ray tasks on a local Ray of 2 CPUs
+(its start-up and the workers' first chunk excluded).
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ CONFIG = Config(players=4, threshold=15)
 
 
 def games_per_second(
-    spec: str, games: int, seed: int, workers: int = 1, engine: str = "single"
+    spec: str, games: int, seed: int, workers: int = 1, engine: str = "single", ray=None
 ) -> float:
-    """Games per second of ``spec`` x4 on ``games`` games with ``workers`` processes."""
+    """Games per second of ``spec`` x4 on ``games`` games with ``workers`` processes (or Ray
+    tasks on the cluster ``ray``)."""
     start = time.perf_counter()
     records = play_tournament(
-        [spec] * 4, CONFIG, games // 4, seed, workers=workers, progress=False, engine=engine
-    )
+        [spec] * 4, CONFIG, games // 4, seed, workers=workers, progress=False, engine=engine,
+        ray=ray,
+    )  # fmt: skip
     return len(records) / (time.perf_counter() - start)
 
 
@@ -37,11 +41,20 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=400)
     parser.add_argument("--batched-games", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ray", action="store_true", help="also on a local Ray of 2 CPUs")
     args = parser.parse_args()
     one = games_per_second("greedy", args.games, args.seed)
     two = games_per_second("greedy", args.games, args.seed, workers=2)
     print(f"greedy x4, {args.games} games: 1 worker {one:.1f} games/s, "
           f"2 workers {two:.1f} games/s (x{two / one:.2f})")  # fmt: skip
+    if args.ray:
+        from evaluation.distributed import connect
+
+        connect("local", 2)
+        games_per_second("greedy", 64, args.seed, ray="local")  # workers up, agents built
+        on_ray = games_per_second("greedy", args.games, args.seed, ray="local")
+        print(f"greedy x4, {args.games} games as Ray tasks, 2 CPUs: {on_ray:.1f} games/s "
+              f"(x{on_ray / one:.2f})")  # fmt: skip
     games_per_second("random", 4, args.seed, engine="batched")  # loads the kernels
     greedy = games_per_second("greedy", args.batched_games, args.seed, engine="batched")
     print(f"greedy x4, batched engine {greedy:.1f} games/s ({args.batched_games} games) "

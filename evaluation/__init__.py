@@ -3,6 +3,7 @@
 and :mod:`odin_env` only.
 
 - :mod:`evaluation.tournament`: seeded, seat-rotated games on either engine, in parallel;
+- :mod:`evaluation.distributed`: Ray (optional): connecting to a cluster, tasks in order;
 - :mod:`evaluation.stats`: win rates with Wilson intervals, seat effects, ratings;
 - :mod:`evaluation.studies`: the tournament, seating, thresholds and showcase studies;
 - :mod:`evaluation.analysis`: what the notebooks need beyond those.

@@ -34,6 +34,24 @@ def wilson(successes: float, trials: int, z: float = Z95) -> tuple[float, float]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """The mean of ``values`` and its Student-t confidence interval (95% by default): a mean of
+    many games is close to normal, and t widens the interval for few. ``ValueError`` for fewer
+    than 2 values."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        raise ValueError(f"an interval of a mean needs 2+ values; got {x.size}")
+    mean = float(x.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return mean, mean - half, mean + half
+
+
+def ranked(agents: Sequence[dict]) -> list[dict]:
+    """:func:`agent_summary`'s rows best first, by win rate (equal rates keep their order): the
+    order of the tournament table and of its figure."""
+    return sorted(agents, key=lambda a: -a["win_rate"])
+
+
 def labels(specs: Sequence[str]) -> list[str]:
     """Display names of a tournament's agents: the spec, with ``#2``, ``#3`` on repeats."""
     seen: dict[str, int] = {}
@@ -150,7 +168,9 @@ __all__ = [
     "draw_rate",
     "labels",
     "mean_hands",
+    "mean_interval",
     "no_seat_effect",
+    "ranked",
     "ratings",
     "seat_shares",
     "seat_win_rates",

@@ -14,15 +14,12 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
-# Figures are drawn on bare Figure objects, not pyplot: no global backend is chosen or changed
-# for the process that imports this module (a notebook keeps its inline backend).
-from matplotlib.figure import Figure
-
 from agents.files import write_atomic
-from evaluation import stats
+from evaluation import figures, stats
+from evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, config_dict, records_text
 from evaluation.tournament import GameRecord, TournamentInterrupted, play_tournament
 from odin_env.rules import Config
 
@@ -40,13 +37,6 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
         writer.writeheader()
         writer.writerows(rows)
     write_atomic(path, buf.getvalue().encode())
-
-
-def save_figure(fig: Figure, path: Path) -> None:
-    buf = io.BytesIO()
-    # No metadata: the PNG then depends only on the data.
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    write_atomic(path, buf.getvalue())
 
 
 def game_rows(records: Sequence[GameRecord], specs: Sequence[str]) -> list[dict]:
@@ -68,21 +58,14 @@ def game_rows(records: Sequence[GameRecord], specs: Sequence[str]) -> list[dict]
     ]
 
 
-def config_dict(config: Config) -> dict:
-    return {k: v for k, v in asdict(config).items() if k != "seed"}
-
-
-def _errors(rows: Sequence[dict], scale: float = 1.0) -> list[list[float]]:
-    """Error-bar lengths below and above each win rate (clipped: rounding can make the Wilson
-    bound cross the rate by 1e-17 when the rate is 0 or 1)."""
-    return [
-        [scale * max(0.0, r["win_rate"] - r["ci_low"]) for r in rows],
-        [scale * max(0.0, r["ci_high"] - r["win_rate"]) for r in rows],
-    ]
-
-
 def _pct(x: float) -> str:
     return f"{100 * x:5.1f}%"
+
+
+def _interval(low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
+    """An interval as the tables print it: ``[lo, hi]`` (never a symmetric "±": a Wilson
+    interval is not symmetric)."""
+    return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
 # -- tournament --------------------------------------------------------------------------------
@@ -106,10 +89,12 @@ def tournament(
     progress: bool = True,
     engine: str = "auto",
     resume: bool = False,
+    ray: str | None = None,
 ) -> tuple[dict, str]:
     """Play a rotated-seat tournament; write ``tournament.json``, ``games.csv``,
     ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table.
-    ``engine``: see :func:`evaluation.tournament.play_tournament`.
+    ``engine``, ``ray``: see :func:`evaluation.tournament.play_tournament` (every study takes
+    ``ray``: its games as Ray tasks, the same files).
 
     Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``) and
     re-raises :class:`TournamentInterrupted`; ``resume=True`` continues a partial result in
@@ -130,6 +115,7 @@ def tournament(
                 progress=progress,
                 engine=engine,
                 start=start,
+                ray=ray,
             )  # fmt: skip
             if start < deals
             else []
@@ -151,6 +137,11 @@ def partial_records(out: Path, key: dict) -> list[GameRecord]:
         raise ValueError(f"--resume: no readable partial tournament at {path}") from None
     if not saved.get("partial"):
         raise ValueError(f"--resume: {path} is complete; nothing to resume")
+    if saved.get("version") != RECORDS_VERSION:
+        raise ValueError(
+            f"--resume: {path} is records version {saved.get('version', 1)}, whose games keep no "
+            f"moves; start the tournament afresh (without --resume)"
+        )
     for name, value in key.items():
         if saved.get(name) != value:
             raise ValueError(
@@ -172,7 +163,7 @@ def _write_tournament(
         summary = {"study": "tournament", "agents_specs": list(specs),
                    "config": config_dict(config), "seed": seed, "deals": deals, "games": 0,
                    "partial": True}  # fmt: skip
-        write_json(out / "tournament.json", {**summary, "game_records": []})
+        _write_records_json(out / "tournament.json", summary, [])
         return summary
     agents = stats.agent_summary(records, specs)
     seats = stats.seat_win_rates(records)
@@ -190,13 +181,20 @@ def _write_tournament(
     }
     if partial:
         summary["partial"] = True
-    records_json = [r.to_dict() for r in records]
-    write_json(out / "tournament.json", {**summary, "game_records": records_json})
+    _write_records_json(out / "tournament.json", summary, records)
     write_csv(out / "games.csv", game_rows(records, specs))
     write_csv(out / "agents.csv", agents)
     if not partial:
-        save_figure(_tournament_figure(agents, config), out / "tournament.png")
+        figures.save_figure(figures.tournament_figure(summary), out / "tournament.png")
     return summary
+
+
+def _write_records_json(path: Path, summary: dict, records: Sequence[GameRecord]) -> None:
+    """``tournament.json``: a records file (``evaluation.records``, ``docs/records.md``) whose
+    extra keys are the summary."""
+    head = {"format": RECORDS_FORMAT, "version": RECORDS_VERSION}
+    document = {**head, **summary, "game_records": [r.to_dict() for r in records]}
+    write_atomic(path, records_text(document).encode())
 
 
 def tournament_table(summary: dict) -> str:
@@ -209,32 +207,20 @@ def tournament_table(summary: dict) -> str:
         f"{'agent':<14}{'win rate':>9}  {'95% CI':<15}{'total':>7}{'per hand':>9}"
         f"{'rating':>8}{'(mu)':>7}",
     ]
-    for a in sorted(summary["agents"], key=lambda a: -a["win_rate"]):
+    for a in stats.ranked(summary["agents"]):
         lines.append(
             f"{a['agent']:<14}{_pct(a['win_rate']):>9}  "
             f"[{_pct(a['ci_low'])},{_pct(a['ci_high'])}] "
             f"{a['mean_total']:6.2f}{a['mean_penalty_per_hand']:9.2f}"
             f"{a['ordinal']:8.2f}{a['mu']:7.2f}"
         )
-    seats = "  ".join(f"seat {s['seat']} {_pct(s['win_rate'])}" for s in summary["seats"])
-    lines.append(f"per seat: {seats}")
+    seats = "  ".join(
+        f"seat {s['seat']} {_pct(s['win_rate']).strip()} {_interval(s['ci_low'], s['ci_high'])}"
+        for s in summary["seats"]
+    )
+    lines.append(f"per seat (95% CI): {seats}")
     lines.append(f"draws {_pct(summary['draw_rate'])}, {summary['mean_hands']:.2f} hands per game")
     return "\n".join(lines)
-
-
-def _tournament_figure(agents: list[dict], config: Config) -> Figure:
-    fig = Figure(figsize=(6, 3.5))
-    ax = fig.subplots()
-    names = [a["agent"] for a in agents]
-    rates = [a["win_rate"] for a in agents]
-    err = _errors(agents)
-    ax.bar(names, rates, yerr=err, capsize=4, color="tab:blue")
-    ax.axhline(1 / config.players, ls="--", color="grey", label="equal share")
-    ax.set_ylabel("win rate (ties shared)")
-    ax.set_title(f"{config.players} players, threshold {config.threshold}: win rate, 95% CI")
-    ax.legend()
-    fig.tight_layout()
-    return fig
 
 
 # -- seating -----------------------------------------------------------------------------------
@@ -250,6 +236,7 @@ def seating(
     base: Config,
     workers: int = 1,
     progress: bool = True,
+    ray: str | None = None,
 ) -> tuple[dict, str]:
     """The same agent in every seat: win rate by position counted clockwise from the game's
     first leader, with 95% CIs and a chi-square test of no seat effect, for each player count
@@ -260,8 +247,9 @@ def seating(
             config = replace(base, players=n, first_player=rule, colours=None)
             # Every seat holds the same agent, so rotating seats would replay the same games.
             records = play_tournament(
-                [agent] * n, config, games, seed, rotate=False, workers=workers, progress=progress
-            )
+                [agent] * n, config, games, seed, rotate=False, workers=workers,
+                progress=progress, ray=ray,
+            )  # fmt: skip
             positions = stats.seat_win_rates(records, from_leader=True)
             test = stats.no_seat_effect([p["wins"] for p in positions])
             cells.append(
@@ -288,7 +276,7 @@ def seating(
             for p in c["positions"]
         ],
     )  # fmt: skip
-    save_figure(_seating_figure(summary), out / "seating.png")
+    figures.save_figure(figures.seating_figure(summary), out / "seating.png")
     return summary, seating_table(summary)
 
 
@@ -297,40 +285,18 @@ def seating_table(summary: dict) -> str:
     lines = [
         f"seat effect: {summary['agent']} in every seat, {summary['games_per_cell']} games per "
         f"row; position 0 = the game's first leader, then clockwise",
-        f"{'players':>7} {'rule':<7} {'chi2':>7} {'p':>9}  win rate by position (95% CI)",
+        f"{'players':>7} {'rule':<7} {'chi2':>7} {'p':>9}  win rate % by position "
+        f"[95% Wilson interval]",
     ]
     for c in summary["cells"]:
-        rates = " ".join(
-            f"{_pct(p['win_rate']).strip()}±{50 * (p['ci_high'] - p['ci_low']):.1f}"
+        rates = "  ".join(
+            f"{100 * p['win_rate']:.1f} {_interval(p['ci_low'], p['ci_high'])}"
             for p in c["positions"]
         )
         lines.append(
             f"{c['players']:>7} {c['first_player']:<7} {c['chi2']:7.2f} {c['p']:9.2g}  {rates}"
         )
     return "\n".join(lines)
-
-
-def _seating_figure(summary: dict) -> Figure:
-    rules = list(dict.fromkeys(c["first_player"] for c in summary["cells"]))
-    fig = Figure(figsize=(5 * len(rules), 3.8))
-    axes = fig.subplots(1, len(rules), squeeze=False)
-    for ax, rule in zip(axes[0], rules):
-        for c in (c for c in summary["cells"] if c["first_player"] == rule):
-            n = c["players"]
-            xs = [p["seat"] for p in c["positions"]]
-            # Scaled by n so every player count shares one axis: 1 means no seat effect.
-            ys = [n * p["win_rate"] for p in c["positions"]]
-            err = _errors(c["positions"], n)
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"{n} players")
-        ax.axhline(1.0, ls="--", color="grey")
-        ax.set_xticks(range(max(c["players"] for c in summary["cells"])))
-        ax.set_xlabel("position after the first leader")
-        ax.set_ylabel("win rate x players")
-        ax.set_title(f"first player: {rule}")
-        ax.legend(fontsize=8)
-    fig.suptitle(f"seat effect, {summary['agent']} in every seat (95% CI)")
-    fig.tight_layout()
-    return fig
 
 
 # -- thresholds --------------------------------------------------------------------------------
@@ -345,15 +311,21 @@ def thresholds(
     base: Config,
     workers: int = 1,
     progress: bool = True,
+    ray: str | None = None,
 ) -> tuple[dict, str]:
-    """For each threshold: the first agent's win rate (95% CI), hands per game, draw rate.
-    Writes ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``."""
+    """For each threshold: the first agent's win rate, the hands per game and the draw rate,
+    each with its 95% interval (Wilson for the rates, Student t for the mean). Writes
+    ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``."""
     rows = []
     for threshold in values:
         config = replace(base, threshold=threshold)
         deals = deals_for(games, config.players)
-        records = play_tournament(specs, config, deals, seed, workers=workers, progress=progress)
+        records = play_tournament(
+            specs, config, deals, seed, workers=workers, progress=progress, ray=ray
+        )
         first = stats.agent_summary(records, specs)[0]
+        hands, hands_low, hands_high = stats.mean_interval([len(r.hands) for r in records])
+        draw_low, draw_high = stats.wilson(stats.draw_rate(records) * len(records), len(records))
         rows.append(
             {
                 "threshold": threshold,
@@ -361,8 +333,12 @@ def thresholds(
                 "win_rate": first["win_rate"],
                 "ci_low": first["ci_low"],
                 "ci_high": first["ci_high"],
-                "mean_hands": stats.mean_hands(records),
+                "mean_hands": hands,
+                "hands_ci_low": hands_low,
+                "hands_ci_high": hands_high,
                 "draw_rate": stats.draw_rate(records),
+                "draw_ci_low": draw_low,
+                "draw_ci_high": draw_high,
             }
         )
     summary = {
@@ -375,7 +351,7 @@ def thresholds(
     out = Path(out)
     write_json(out / "thresholds.json", summary)
     write_csv(out / "thresholds.csv", rows)
-    save_figure(_thresholds_figure(summary), out / "thresholds.png")
+    figures.save_figure(figures.thresholds_figure(summary), out / "thresholds.png")
     return summary, thresholds_table(summary)
 
 
@@ -383,39 +359,17 @@ def thresholds_table(summary: dict) -> str:
     specs = summary["agents_specs"]
     lines = [
         f"thresholds: {specs[0]} against {', '.join(specs[1:])}",
-        f"{'threshold':>9} {'games':>6} {'win rate':>9}  {'95% CI':<15} {'hands':>6} {'draws':>7}",
+        f"{'threshold':>9} {'games':>6} {'win rate %':>10} {'[95% CI]':<13}"
+        f"{'hands':>7} {'[95% CI]':<14}{'draws %':>7} {'[95% CI]':<12}",
     ]
     for r in summary["rows"]:
         lines.append(
-            f"{r['threshold']:>9} {r['games']:>6} {_pct(r['win_rate']):>9}  "
-            f"[{_pct(r['ci_low'])},{_pct(r['ci_high'])}] {r['mean_hands']:6.2f} "
-            f"{_pct(r['draw_rate']):>7}"
+            f"{r['threshold']:>9} {r['games']:>6} {100 * r['win_rate']:10.1f} "
+            f"{_interval(r['ci_low'], r['ci_high']):<13}{r['mean_hands']:7.2f} "
+            f"{_interval(r['hands_ci_low'], r['hands_ci_high'], 1.0, 2):<14}"
+            f"{100 * r['draw_rate']:7.1f} {_interval(r['draw_ci_low'], r['draw_ci_high'])}"
         )
     return "\n".join(lines)
-
-
-def _thresholds_figure(summary: dict) -> Figure:
-    rows = summary["rows"]
-    xs = [r["threshold"] for r in rows]
-    fig = Figure(figsize=(12, 3.5))
-    axes = fig.subplots(1, 3)
-    axes[0].errorbar(
-        xs,
-        [r["win_rate"] for r in rows],
-        yerr=_errors(rows),
-        marker="o",
-        capsize=3,
-    )
-    axes[0].set_ylabel(f"{summary['agents_specs'][0]} win rate (95% CI)")
-    axes[1].plot(xs, [r["mean_hands"] for r in rows], marker="o")
-    axes[1].set_ylabel("hands per game")
-    axes[2].plot(xs, [r["draw_rate"] for r in rows], marker="o")
-    axes[2].set_ylabel("draw rate")
-    for ax in axes:
-        ax.set_xlabel("threshold")
-    fig.suptitle(f"{' vs '.join(summary['agents_specs'])}: effect of the threshold")
-    fig.tight_layout()
-    return fig
 
 
 # -- showcase ----------------------------------------------------------------------------------
@@ -439,16 +393,18 @@ def showcase_agents() -> list[str]:
 
 
 def showcase(out: Path, workers: int = 1, games: int = 800, seating_games: int = 600,
-             seed: int = 0, progress: bool = True) -> str:  # fmt: skip
+             seed: int = 0, progress: bool = True, ray: str | None = None) -> str:  # fmt: skip
     """What ``make run`` shows: a tournament of the built-in agents and a seat-effect table.
     Returns the printed text (also written to ``showcase.txt``)."""
     specs = showcase_agents()
     out = Path(out)
     config = Config(players=len(specs))
-    _, table = tournament(specs, config, games, seed, out / "tournament", workers, progress)
+    _, table = tournament(
+        specs, config, games, seed, out / "tournament", workers, progress, ray=ray
+    )
     _, seats = seating(
         "greedy", [config.players], ["rotate", "winner"], seating_games, seed,
-        out / "seating", config, workers, progress,
+        out / "seating", config, workers, progress, ray,
     )  # fmt: skip
     text = f"{table}\n\n{seats}\n"
     write_atomic(out / "showcase.txt", text.encode())

@@ -14,8 +14,8 @@ reseeded per game with ``agent_seed``. ``batched`` plays up to ``batch`` games a
 :class:`~odin_env.batched.BatchedGames` (game ``(d, r)`` in a slot is exactly
 ``Game(config, seed=deal_seed(seed, d))``; a slot whose game ends is given the next game of
 the list), and asks each agent once per step for the rows where it acts (``act_batch``). It
-needs every agent in a batched form (:func:`agents.registry.make_batch_agent`: ``random``,
-``greedy``, ``ppo``); ``auto``, the default, picks it exactly then. A deterministic agent plays
+needs every agent in a batched form (:func:`agents.registry.make_batch_agent`: every agent
+but ``search``); ``auto``, the default, picks it exactly then. A deterministic agent plays
 the same games on both engines. A stochastic one draws differently on each, but the batched random
 agent draws each decision from a key made of the deal seed, rotation, seat and decision number,
 so that on either engine the games do not depend on the batch size or the worker count.
@@ -29,13 +29,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import signal
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import asdict, dataclass
 
 import numpy as np
 from tqdm import tqdm
 
 from agents.batch import BatchAgent, act_by_seat
-from agents.registry import has_batch_form, make, make_batch_agent
+from agents.registry import batch_form_names, has_batch_form, make, make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
@@ -62,7 +63,12 @@ class GameRecord:
     """Per finished hand, the penalty of each seat."""
     totals: tuple[int, ...]
     winners: tuple[int, ...]
-    """Seats on the lowest total (several on a draw)."""
+    """Seats on the lowest total (several on a draw); empty only for an unfinished game (a play
+    session that was interrupted, see :mod:`evaluation.records`)."""
+    actions: tuple[int, ...] = ()
+    """The action of every decision that was not forced, in play order (the forced ones are
+    exactly those ``Game.play_forced`` applies): with ``seed`` they rebuild the whole game
+    (:func:`evaluation.records.replay`). Empty in records written before version 2."""
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -79,6 +85,7 @@ class GameRecord:
             hands=tuple(tuple(h) for h in data["hands"]),
             totals=tuple(data["totals"]),
             winners=tuple(data["winners"]),
+            actions=tuple(data.get("actions", ())),
         )
 
 
@@ -101,15 +108,19 @@ def agent_seed(seed: int, deal: int, rotation: int, seat: int) -> int:
     return spawn_seed(seed, deal, rotation, seat, 1)
 
 
-def play_game(game: Game, seat_agents: Sequence) -> Game:
-    """Play ``game`` to its end with ``seat_agents[s]`` in seat ``s``; return it."""
+def play_game(game: Game, seat_agents: Sequence, actions: list[int] | None = None) -> Game:
+    """Play ``game`` to its end with ``seat_agents[s]`` in seat ``s``; return it. ``actions``:
+    when given, the action of every decision that was not forced is appended to it, in order."""
     obs = np.empty(OBS_SIZE, dtype=np.float32)
     while True:
         game.play_forced()
         if game.is_over:
             return game
         seat = game.current
-        game.apply(seat_agents[seat].act(observe(game, seat, out=obs), game.legal_mask()))
+        action = int(seat_agents[seat].act(observe(game, seat, out=obs), game.legal_mask()))
+        game.apply(action)
+        if actions is not None:
+            actions.append(action)
 
 
 def rotation_order(players: int, rotation: int) -> tuple[int, ...]:
@@ -159,7 +170,8 @@ def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
                 reset(seat, agent_seed(job.seed, deal, rotation, seat))
         game = Game(job.config, seed=seed)
         first_leader = game.hand_leader
-        play_game(game, seat_agents)
+        actions: list[int] = []
+        play_game(game, seat_agents, actions)
         records.append(
             GameRecord(
                 deal=deal,
@@ -170,6 +182,7 @@ def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
                 hands=tuple(game.history),
                 totals=tuple(game.totals),
                 winners=game.winners,
+                actions=tuple(actions),
             )
         )
     return records
@@ -207,6 +220,11 @@ def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameR
         [_seat_keys(seeds[deal_of[j]], rotation_of[j], n) for j in range(width)], dtype=np.uint64
     )
     decisions = np.zeros(width, dtype=np.uint64)
+    # Each slot's game's actions so far. The engine applies forced decisions itself
+    # (auto_forced, as ``Game.play_forced`` does: ``odin_env.batched.compare_with_rules``), so
+    # every action given to ``step`` is a decision that was not forced.
+    moves = np.zeros((width, 256), dtype=np.int16)
+    moved = np.zeros(width, dtype=np.int64)
     hands: list[list[tuple[int, ...]]] = [[] for _ in range(width)]
     first_leader = [0] * count
     first_leader[:width] = engine.hand_leaders.tolist()
@@ -226,6 +244,11 @@ def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameR
             actions[rows] = act_by_seat(
                 distinct, engine.obs[rows], engine.mask[rows], who[rows], row_keys[rows]
             )
+        playing = np.flatnonzero(game_of >= 0)
+        if moved.max() >= moves.shape[1]:
+            moves = np.concatenate([moves, np.zeros_like(moves)], axis=1)
+        moves[playing, moved[playing]] = actions[playing]
+        moved[playing] += 1
         engine.step(actions)
         decisions += np.uint64(1)
         for i in np.flatnonzero(engine.hand_end & (game_of >= 0)).tolist():
@@ -245,8 +268,10 @@ def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameR
                 hands=tuple(hands[i]),
                 totals=tuple(engine.final_totals[i].tolist()),
                 winners=tuple(np.flatnonzero(engine.winners[i]).tolist()),
+                actions=tuple(moves[i, : moved[i]].tolist()),
             )
             hands[i] = []
+            moved[i] = 0
             if following < count:
                 game_of[i] = following
                 rotation[i] = rotation_of[following]
@@ -287,7 +312,8 @@ def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -
     if engine == "batched" and not all(batchable):
         single = sorted({name for name, ok in zip(names, batchable) if not ok})
         raise ValueError(
-            f"engine 'batched' needs agents with a batched form (act_batch: random, greedy, ppo); "
+            f"engine 'batched' needs agents with a batched form "
+            f"(act_batch: {', '.join(batch_form_names())}); "
             f"none for {', '.join(single)}: use engine 'single' or 'auto'"
         )
     return engine == "batched" or (engine == "auto" and all(batchable))
@@ -339,6 +365,7 @@ def play_tournament(
     engine: str = "auto",
     batch: int = BATCH,
     start: int = 0,
+    ray: str | None = None,
 ) -> list[GameRecord]:
     """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
     game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
@@ -347,7 +374,10 @@ def play_tournament(
     played at once by the batched engine (per worker); ``chunk``: deals per task of the single
     engine. Neither changes the games. ``start``: play only deals ``start .. deals - 1`` (the
     rest of an interrupted tournament). Ctrl-C raises :class:`TournamentInterrupted` holding the
-    games of the deals finished so far."""
+    games of the deals finished so far. ``ray``: play the chunks as Ray tasks on the cluster at
+    this address (``"local"``: a Ray instance of ``workers`` CPUs started for this process; see
+    :func:`evaluation.distributed.connect`), the same games in the same order; a chunk whose
+    worker dies is played again."""
     _check_engine(engine, batch)
     if len(specs) != config.players:
         raise ValueError(
@@ -363,27 +393,71 @@ def play_tournament(
         raise ValueError(f"chunk must be >= 1; got {chunk}")
     # Build every agent here (fail with a clear message rather than inside a worker).
     batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
+    spread = workers
+    if ray is not None:
+        from evaluation import distributed
+
+        # The cluster's CPUs size the chunks; several per CPU balance the load and make a
+        # chunk re-run after a lost worker cheap.
+        workers = distributed.connect(ray, workers)
+        spread = 4 * workers
     rotations = config.players if rotate else 1
     job = _Job(tuple(specs), config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
         # Game g is deal g // rotations, rotation g % rotations. Big parts keep the slots busy
         # (a part's last games finish with idle slots); several parts feed the workers.
         first, games = start * rotations, deals * rotations
-        size = min(8 * job.batch, -(-(games - first) // workers))
+        size = min(8 * job.batch, -(-(games - first) // spread))
         chunks = [range(lo, min(lo + size, games)) for lo in range(first, games, size)]
     else:
         chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
     bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
     records: list[GameRecord] = []
     try:
-        with bar:
-            for part in _map(job, chunks, workers):
+        parts = _parts(job, chunks, workers, ray, bar)
+        # closing: stop the workers or tasks still running as soon as the loop is left.
+        with bar, closing(parts):
+            for part in parts:
                 records += part
-                bar.update(len(part))
     except KeyboardInterrupt:
         done = len(records) // rotations  # whole deals only: every rotation of each
         raise TournamentInterrupted(records[: done * rotations], start + done) from None
     return records
+
+
+def _parts(
+    job: _Job, chunks: list[range], workers: int, ray: str | None, bar: tqdm
+) -> Iterator[list[GameRecord]]:
+    """The chunks' games in chunk order, from local processes or Ray tasks; ``bar`` counts the
+    games as they arrive."""
+    if ray is None:
+        for part in _map(job, chunks, workers):
+            bar.update(len(part))
+            yield part
+        return
+    from evaluation.distributed import map_ordered
+
+    def count(part: list[GameRecord]) -> None:
+        bar.update(len(part))
+
+    tasks = [(job, part) for part in chunks]
+    yield from map_ordered(_work_anywhere, tasks, on_result=count, window=2 * workers + 2)
+
+
+_worker_built: tuple | None = None
+"""What this process's ``_worker_agents`` were built for (a Ray worker serves many jobs)."""
+
+
+def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
+    """:func:`_work` in any process: the agents are built on the first chunk of a job (a Ray
+    worker has no pool initializer) and kept for the next chunks."""
+    global _worker_built
+    job = args[0]
+    key = (job.specs, job.batch > 0)
+    if _worker_built != key:
+        _init_worker(*key)
+        _worker_built = key
+    return _work(args)
 
 
 def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:

@@ -308,11 +308,12 @@ def _show(i, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, s
     _write_bits(obs64, i, 3, off[O_DISCARD], st[i, DISCARD], shown, unpack)
     owner = st[i, OWNER] if phase != LEAD else -1
     threshold = cfg[C_THRESHOLD]
+    cap = threshold + MAX_HAND - 1  # observation.penalty_cap: games never pass it
     for k in range(n):
         s = (seat + k) % n
         _write_bits(obs64, i, 4 + k, off[O_KNOWN] + NUM_CARDS * k, known[i, s], shown, unpack)
         obs[i, off[O_HAND_SIZE] + k] = _popcount(hands[i, s]) / 9.0
-        obs[i, off[O_PENALTY] + k] = totals[i, s] / threshold
+        obs[i, off[O_PENALTY] + k] = min(totals[i, s], cap) / threshold
         obs[i, off[O_TABLE_OWNER] + k] = 1.0 if s == owner else 0.0
     for k in range(3):
         obs[i, off[O_PHASE] + k] = 1.0 if k == phase else 0.0
@@ -443,6 +444,16 @@ def deal_games(slots, orders, leaders, cfg, off, st, cur, hands, known, totals, 
         cur[i] = leader
         st[i, PHASE] = LEAD
         st[i, DEAL] = 0
+        _decide(i, st, cur, hands, legal, tables)
+        _show(i, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, shown, tables)
+
+
+@njit(cache=True)
+def show_games(slots, cfg, off, st, cur, hands, known, totals, legal, mask, obs, shown, tables):
+    """List and show the pending decision of each game ``slots[k]`` whose state was written
+    directly (``BatchedGames.load``); its old mask entries are already cleared."""
+    obs64 = obs.view(np.uint64)
+    for i in slots:
         _decide(i, st, cur, hands, legal, tables)
         _show(i, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, shown, tables)
 

@@ -4,7 +4,8 @@
 has a decision pending at every step (finished games are dealt again at once), so one call
 ``step(actions)`` takes one action per game and returns, for every game, what its *next* acting
 seat sees. The rules are those of :mod:`odin_env.rules` and the encoding that of
-:mod:`odin_env.observation`; ``compare_with_rules`` checks it decision by decision.
+:mod:`odin_env.observation`; ``batched_check.compare_with_rules`` checks it decision by
+decision.
 
 The step results live in arrays allocated once and rewritten in place at every step (the same
 objects every time; copy what you keep):
@@ -72,7 +73,7 @@ from odin_env.combos import (
     SPREAD,
     combo_index_of_bits,
 )
-from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE, observe
+from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE
 from odin_env.rules import (
     FIRST_PLAYER_RULES,
     MAX_PLAYERS,
@@ -366,14 +367,7 @@ class BatchedGames:
         seed=seeds[k])`` in game ``slots[k]``; that game's later episodes continue the new
         generator. The other games and this step's outputs (``rewards``, ``done``, ...) are
         left as they are; ``obs``, ``mask`` and ``seat`` show the new decisions."""
-        rows = np.asarray(slots)
-        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
-            raise ValueError(f"slots must be a sequence of game indices; got {slots!r}")
-        rows = rows.astype(np.int64)
-        if rows.size and not 0 <= rows.min() <= rows.max() < self.batch:
-            raise ValueError(f"slots must be game indices 0-{self.batch - 1}; got {rows.tolist()}")
-        if np.unique(rows).size != rows.size:
-            raise ValueError(f"slots must not repeat a game; got {rows.tolist()}")
+        rows = self._slots(slots)
         values = _check_seeds(seeds, rows.size, "seeds")
         st = self._state
         for i, value in zip(rows.tolist(), values):
@@ -385,6 +379,86 @@ class BatchedGames:
         st[rows, k.DRAW] = self.config.first_player != "fixed"
         st[rows, k.NEXT_LEADER] = 0
         self._deal(rows)
+
+    def load(
+        self, slots: Sequence[int] | np.ndarray, game: Game, hands: np.ndarray | None = None
+    ) -> None:
+        """Put the position of ``game`` in each game ``slots[k]``, dropping the episode in
+        progress there: many continuations of one position, played at once (a search). Each
+        slot's later deals draw from a copy of ``game``'s generator, so a loaded game goes on
+        exactly as ``game`` would (its ``game_seeds`` entry becomes -1: no seed made it).
+
+        ``game``: a ``rules.Game`` of this engine's config at a decision (not over and, with
+        ``auto_forced``, with two legal actions or more). ``hands``: optional
+        ``(len(slots), players)`` card-set ints dealt in slot ``k`` instead of ``game.hands``,
+        another layout of the cards nobody has seen: hand ``s`` of each row holds as many cards
+        as ``game.hands[s]`` and every card of ``game.known[s]``, the hands are disjoint and
+        drawn from the cards in ``game``'s hands or set aside (the rest of those is set aside).
+        Anything else raises ``ValueError`` before any game changes. This step's outputs are
+        left as they are; ``obs``, ``mask`` and ``seat`` show the loaded decisions, as
+        ``observe`` and ``legal_mask`` would."""
+        rows = self._slots(slots)
+        n, st = self.config.players, self._state
+        if not isinstance(game, Game) or game.config != self.config:
+            raise ValueError(f"game must be a rules.Game of {self.config}")
+        if game.is_over or (self.auto_forced and len(game.legal) < 2):
+            raise ValueError(
+                "game must be at a decision with two legal actions or more (not over, no "
+                "forced decision: play_forced first)"
+            )
+        free = game.set_aside
+        for h in game.hands:
+            free |= h
+        if hands is None:
+            dealt = np.tile(np.array(game.hands, dtype=np.int64), (rows.size, 1))
+        else:
+            dealt = np.asarray(hands)
+            if dealt.shape != (rows.size, n) or dealt.dtype.kind not in "iu":
+                raise ValueError(f"hands must be an int array of shape ({rows.size}, {n})")
+            dealt = dealt.astype(np.int64)
+            union = np.bitwise_or.reduce(dealt, axis=1)
+            sizes = np.bitwise_count(dealt)
+            known = np.array(game.known, dtype=np.int64)
+            if (
+                (sizes != [h.bit_count() for h in game.hands]).any()
+                or (np.bitwise_count(union) != sizes.sum(axis=1)).any()
+                or (union & ~np.int64(free)).any()
+                or ((dealt & known) != known).any()
+            ):
+                raise ValueError(
+                    "hands must keep each hand's size and known cards, be disjoint and come "
+                    "from the cards in the game's hands or set aside"
+                )
+        self.mask[rows[:, None], self._legal[rows]] = 0  # clear each row's old legal entries
+        fields = (k.TABLE, k.OWNER, k.TAKE_FROM, k.DISCARD, k.PHASE, k.PASSES, k.HAND_LEADER)
+        values = (game.table, game.owner, game.take_from, game.discard, game.phase, game.passes)
+        st[rows[:, None], fields] = (*values, game.hand_leader)
+        st[rows, k.HANDS_PLAYED], st[rows, k.DEAL] = len(game.history), 0
+        st[rows, k.SET_ASIDE] = np.int64(free) & ~np.bitwise_or.reduce(dealt, axis=1)
+        self._hands[rows, :n] = dealt
+        self._known[rows, :n], self._totals[rows, :n] = game.known, game.totals
+        self.seat[rows] = game.current
+        state = game.rng.bit_generator.state
+        for i in rows.tolist():
+            self._rngs[i] = rng = np.random.Generator(type(game.rng.bit_generator)())
+            rng.bit_generator.state = state
+            self.game_seeds[i] = -1
+        k.show_games(
+            rows, self._cfg, _OFFSETS, st, self.seat, self._hands, self._known, self._totals,
+            self._legal, self.mask, self.obs, self._shown, self._tables,
+        )  # fmt: skip
+
+    def _slots(self, slots: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``slots`` as distinct game indices (an int64 array), else ``ValueError``."""
+        rows = np.asarray(slots)
+        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+            raise ValueError(f"slots must be a sequence of game indices; got {slots!r}")
+        rows = rows.astype(np.int64)
+        if rows.size and not 0 <= rows.min() <= rows.max() < self.batch:
+            raise ValueError(f"slots must be game indices 0-{self.batch - 1}; got {rows.tolist()}")
+        if np.unique(rows).size != rows.size:
+            raise ValueError(f"slots must not repeat a game; got {rows.tolist()}")
+        return rows
 
     def _deal(self, slots: np.ndarray) -> None:
         """Draw the next deal of each waiting game from its own generator, in the order
@@ -438,75 +512,4 @@ class BatchedGames:
         return self._totals[:, : self.config.players].copy()
 
 
-# -- the differential check against rules.py ---------------------------------------------------
-
-
-def compare_with_rules(
-    config: Config,
-    batch: int,
-    seed: int,
-    games: int,
-    auto_forced: bool = True,
-    action_seed: int = 0,
-) -> tuple[int, int]:
-    """Play random legal games in :class:`BatchedGames` and in ``rules.Game`` side by side
-    until ``games`` episodes have finished, comparing every decision: acting seat, mask,
-    observation (bit for bit), rewards, hand ends and penalties, episode ends and outcomes.
-
-    Returns ``(episodes finished, decisions compared)``; raises ``AssertionError`` naming the
-    game, the decision and what differs at the first mismatch.
-    """
-    engine = BatchedGames(config, batch, seed, auto_forced)
-    rngs = [np.random.default_rng(s) for s in engine.game_seeds]
-    ref = [_new_reference(config, rng, auto_forced) for rng in rngs]
-    pick = np.random.default_rng(action_seed)
-    finished = decisions = 0
-    actions = np.zeros(batch, dtype=np.int64)
-    n = config.players
-    zero = [0.0] * n
-    while finished < games:
-        for i, game in enumerate(ref):
-            where = f"{config}, auto_forced={auto_forced}, seed {seed}, game {i}, step {decisions}"
-            _expect(engine.seat[i] == game.current, where, "acting seat")
-            _expect(np.array_equal(engine.mask[i], game.legal_mask()), where, "mask")
-            _expect(np.array_equal(engine.obs[i], observe(game, game.current)), where, "obs")
-            actions[i] = game.legal[pick.integers(len(game.legal))]
-        engine.step(actions)
-        for i, game in enumerate(ref):
-            where = f"{config}, auto_forced={auto_forced}, seed {seed}, game {i}, step {decisions}"
-            hands_before = len(game.history)
-            paid = game.apply(int(actions[i]))
-            if auto_forced and not game.is_over:
-                forced = game.play_forced()
-                if forced is not None:
-                    paid = forced if paid is None else [a + b for a, b in zip(paid, forced)]
-            _expect(engine.rewards[i].tolist() == (paid or zero), where, "rewards")
-            ended = len(game.history) > hands_before
-            _expect(engine.hand_end[i] == ended, where, "hand end")
-            if ended:
-                _expect(engine.penalties[i].tolist() == list(game.history[-1]), where, "penalty")
-            _expect(engine.done[i] == game.is_over, where, "done")
-            if game.is_over:
-                _expect(engine.final_totals[i].tolist() == game.totals, where, "final totals")
-                won = tuple(np.flatnonzero(engine.winners[i]).tolist())
-                _expect(won == game.winners, where, "winners")
-                _expect(engine.final_hands[i] == len(game.history), where, "hands played")
-                finished += 1
-                ref[i] = _new_reference(config, rngs[i], auto_forced)
-        decisions += batch
-    return finished, decisions
-
-
-def _new_reference(config: Config, rng: np.random.Generator, auto_forced: bool) -> Game:
-    game = Game(config, seed=rng)
-    if auto_forced:
-        game.play_forced()
-    return game
-
-
-def _expect(ok: object, where: str, what: str) -> None:
-    if not ok:
-        raise AssertionError(f"batched engine differs from rules.py in {what}: {where}")
-
-
-__all__ = ["BatchedGames", "BatchStep", "MAX_LEGAL", "compare_with_rules", "game_seeds"]
+__all__ = ["BatchedGames", "BatchStep", "MAX_LEGAL", "game_seeds"]

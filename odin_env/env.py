@@ -23,7 +23,8 @@ the table, taking from a one-card combo, a lead with one card left) is applied w
 so agents are asked only for real choices.
 
 Observations: ``{"observation": float32[OBS_SIZE], "action_mask": int8[3634]}``; the encoding
-is documented plane by plane in :mod:`odin_env.observation`. The mask is the legal set for the
+is documented plane by plane in :mod:`odin_env.observation`, and every entry lies in
+``[0, observation.high(config)]``, the space's bounds. The mask is the legal set for the
 acting agent and all zeros for the others.
 
 Rewards: ``reward="penalty"``: at each hand's end every agent receives minus the cards left in
@@ -48,6 +49,7 @@ offender gets -1 and the episode ends).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -55,8 +57,8 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from odin_env.observation import OBS_SIZE, observe
-from odin_env.render import describe
+from odin_env.observation import OBS_SIZE, high, observe
+from odin_env.render import NO_RENDER_MODE, describe
 from odin_env.rules import NUM_ACTIONS, Config, Game, check_action
 from odin_env.spec import check_seed, game_config
 
@@ -66,7 +68,12 @@ ILLEGAL_MODES = ("raise", "terminate")
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     """The Odin AEC environment without wrappers; see the module docstring."""
 
-    metadata = {"name": "odin_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+    metadata = {
+        "name": "odin_v0",
+        "render_modes": ["ansi", "human"],
+        "render_fps": 1,  # a text picture per decision; Gymnasium's checkers ask for a rate
+        "is_parallelizable": False,
+    }
 
     def __init__(
         self,
@@ -87,7 +94,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
         obs_space = spaces.Dict(
             {
-                "observation": spaces.Box(0.0, np.inf, (OBS_SIZE,), np.float32),
+                "observation": spaces.Box(0.0, high(self.config), (OBS_SIZE,), np.float32),
                 "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
             }
         )
@@ -155,7 +162,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self.render()
 
     def render(self) -> str | None:
+        """The acting seat's view as text (``"ansi"``) or printed (``"human"``). Without a render
+        mode it warns in one line what to pass and returns ``None``."""
         if self.render_mode is None:
+            warnings.warn(NO_RENDER_MODE, UserWarning, stacklevel=2)
             return None
         text = describe(self.game, self._seat[self.agent_selection])
         if self.render_mode == "human":

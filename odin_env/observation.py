@@ -15,7 +15,8 @@ view               shape       content
 ``discard``        (6, 9)      cards discarded face up this hand
 ``known``          (6, 6, 9)   ``known[k]``: cards slot ``k`` took this hand and has not played
 ``hand_size``      (6,)        cards in hand of slot ``k``, divided by 9
-``penalty``        (6,)        penalty total of slot ``k``, divided by the threshold
+``penalty``        (6,)        penalty total of slot ``k``, divided by the threshold (capped,
+                               see :func:`high`)
 ``table_owner``    (6,)        1 for the slot that played the combo on the table
 ``phase``          (3,)        one-hot: lead, follow, take
 ``passes``         (1,)        passes in a row since the last play, divided by ``players - 1``
@@ -26,13 +27,15 @@ view               shape       content
 
 ``LAYOUT`` maps each name to ``(slice, shape)``; :func:`views` returns the named views of one
 observation or of a batch (leading axes are kept). The scale factors are ``SCALE``.
+:func:`high` gives every entry's true maximum under a config (the minimum is 0): the
+environments' observation spaces are ``Box(0, high(config))``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
+from odin_env.cards import MAX_HAND, NUM_CARDS, NUM_COLOURS, NUM_VALUES
 from odin_env.combos import COMBO_BITS
 from odin_env.rules import LEAD, MAX_PLAYERS, MIN_PLAYERS, Config, Game
 
@@ -54,6 +57,14 @@ SCALE = {"hand_size": 9.0, "threshold": 100.0}
 ``players - 1``."""
 
 
+def penalty_cap(threshold: int) -> int:
+    """The largest total the ``penalty`` field shows: ``threshold + 8``. A game's totals stay
+    below the threshold until its last hand, which adds at most 9 (R12, R13), so no game goes
+    past this; only a built one-hand position (``episode="hand"`` allows any totals) can, and
+    it is shown as this cap. The batched kernels cap identically."""
+    return threshold + MAX_HAND - 1
+
+
 def _build_layout() -> dict[str, tuple[slice, tuple[int, ...]]]:
     layout, start = {}, 0
     shapes = [
@@ -70,6 +81,17 @@ def _build_layout() -> dict[str, tuple[slice, tuple[int, ...]]]:
 LAYOUT = _build_layout()
 OBS_SIZE = max(s.stop for s, _ in LAYOUT.values())
 PLANES_SIZE = NUM_PLANES * NUM_CARDS
+
+
+def high(config: Config) -> np.ndarray:
+    """Every entry's true maximum under ``config`` (``float32[OBS_SIZE]``, read-only): 1 for the
+    0/1 and count fields, ``penalty_cap(threshold) / threshold`` for ``penalty`` and
+    ``threshold / 100`` for ``threshold`` (that field is constant). The minimum is 0 for all."""
+    out = np.ones(OBS_SIZE, dtype=np.float32)
+    out[LAYOUT["penalty"][0]] = penalty_cap(config.threshold) / config.threshold
+    out[LAYOUT["threshold"][0]] = config.threshold / SCALE["threshold"]
+    out.flags.writeable = False
+    return out
 
 
 def views(obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -141,11 +163,12 @@ def observe(game: Game, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     empty = _EMPTY[n]
     hands, totals = game.hands, game.totals
     threshold = config.threshold
+    cap = penalty_cap(threshold)
     phase = _PHASE_ONE_HOT[game.phase]
     owner = game.owner if game.phase != LEAD else -1
     obs[PLANES_SIZE : PLANES_SIZE + _DYNAMIC_SIZE] = (
         [hands[s].bit_count() / 9.0 for s in order] + empty
-        + [totals[s] / threshold for s in order] + empty
+        + [min(totals[s], cap) / threshold for s in order] + empty
         + [1.0 if s == owner else 0.0 for s in order] + empty
         + phase
         + [game.passes / (n - 1)]

@@ -6,6 +6,12 @@ from odin_env.cards import names
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER
 from odin_env.rules import OVER, PHASE_NAMES, Game
 
+NO_RENDER_MODE = (
+    'render() needs a render mode: create the env with render_mode="ansi" (returns the text) or '
+    'render_mode="human" (prints it)'
+)
+"""What both environments' ``render()`` warns when they were made without a render mode."""
+
 
 def describe(game: Game, seat: int) -> str:
     """The observer's hand, the table, every seat's hand size and total, and whose turn it is.

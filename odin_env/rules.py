@@ -159,7 +159,7 @@ class Game:
         game.deck = deck_bits(config.colours)
         game.hands = p.hands
         game.table = p.table
-        game.owner = p.owner
+        game.owner = -1 if p.owner is None else p.owner  # as after a deal: nobody has played
         game.take_from = p.take_from
         game.discard = p.discard
         game.known = p.known

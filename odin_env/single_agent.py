@@ -6,10 +6,11 @@ learner's action the game runs on (opponents' choices and every forced decision,
 environment is built on :class:`odin_env.rules.Game` directly, not on the AEC env, for speed.
 
 Spaces: the observation is the learner's ``float32[OBS_SIZE]`` vector of
-:mod:`odin_env.observation` (seat-relative, so slot 0 is always the learner); the action space is
-the shared ``Discrete(3634)``. :meth:`SingleAgentEnv.action_masks` gives the legal-action mask
-for sb3-contrib's ``MaskablePPO``; ``info["action_mask"]`` carries the same mask, so a vectorised
-trainer need not ask each subprocess for it separately.
+:mod:`odin_env.observation` (seat-relative, so slot 0 is always the learner), bounded by
+``Box(0, observation.high(config))``; the action space is the shared ``Discrete(3634)``.
+:meth:`SingleAgentEnv.action_masks` gives the legal-action mask for sb3-contrib's
+``MaskablePPO``; ``info["action_mask"]`` carries the same mask, so a vectorised trainer need not
+ask each subprocess for it separately.
 
 Rewards: the learner receives **its own** reward: the sum of what the game paid its seat over
 everything that happened since its previous action, its own action included; this covers hands
@@ -50,6 +51,7 @@ without a mask, can step it) ends the episode with reward ``ILLEGAL_REWARD[rewar
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -57,8 +59,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from odin_env.observation import OBS_SIZE, observe
-from odin_env.render import describe
+from odin_env.observation import OBS_SIZE, high, observe
+from odin_env.render import NO_RENDER_MODE, describe
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.spec import check_action, check_seed, game_config
 
@@ -95,7 +97,8 @@ RANDOM = "random"
 class SingleAgentEnv(gym.Env):
     """One learning seat against opponents that act inside ``step``; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi"]}
+    # render_fps: a text picture per decision; Gymnasium's checkers ask for a rate.
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
 
     def __init__(
         self,
@@ -130,11 +133,11 @@ class SingleAgentEnv(gym.Env):
         if illegal not in ILLEGAL_MODES:
             raise ValueError(f"illegal must be one of {', '.join(ILLEGAL_MODES)}; got {illegal!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise RenderModeError(f"render_mode must be None or ansi; got {render_mode!r}")
+            raise RenderModeError(f"render_mode must be None, ansi or human; got {render_mode!r}")
         self.fixed_seat = None if seat is None else int(seat)
         self.illegal = illegal
         self.render_mode = render_mode
-        self.observation_space = spaces.Box(0.0, np.inf, (OBS_SIZE,), np.float32)
+        self.observation_space = spaces.Box(0.0, high(config), (OBS_SIZE,), np.float32)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.game: Game | None = None
         self.seat = 0
@@ -206,6 +209,8 @@ class SingleAgentEnv(gym.Env):
             # whole-hand lead); such a deal teaches nothing, so deal again.
             if not self.game.is_over:
                 break
+        if self.render_mode == "human":
+            self.render()
         return observe(self.game, self.seat), self._info()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -228,6 +233,8 @@ class SingleAgentEnv(gym.Env):
         if game.is_over:
             self._ended = True
             info.update(self._outcome())
+        if self.render_mode == "human":
+            self.render()
         return observe(game, self.seat), reward, game.is_over, False, info
 
     def action_masks(self) -> np.ndarray:
@@ -237,9 +244,19 @@ class SingleAgentEnv(gym.Env):
         return self.game.legal_mask().view(np.bool_)
 
     def render(self) -> str | None:
-        if self.render_mode is None or self.game is None:
+        """The learner's view as text (``"ansi"``) or printed (``"human"``, also after each
+        ``reset`` and ``step``). Without a render mode it warns in one line what to pass and
+        returns ``None``."""
+        if self.render_mode is None:
+            warnings.warn(NO_RENDER_MODE, UserWarning, stacklevel=2)
             return None
-        return describe(self.game, self.seat)
+        if self.game is None:
+            return None
+        text = describe(self.game, self.seat)
+        if self.render_mode == "human":
+            print(text, end="\n\n")
+            return None
+        return text
 
     # -- internals ---------------------------------------------------------------------------------
 

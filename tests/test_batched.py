@@ -21,7 +21,8 @@ from agents.batch import (
     act_by_seat,
     as_batch_agent,
 )
-from odin_env.batched import BatchedGames, compare_with_rules, game_seeds
+from odin_env.batched import BatchedGames, game_seeds
+from odin_env.batched_check import compare_with_rules
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import FIRST_PLAYER_RULES, NUM_ACTIONS, PASS, Config, Game
 

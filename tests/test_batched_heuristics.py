@@ -146,7 +146,7 @@ def test_greedy_is_registered_as_a_batched_agent():
     assert has_batch_form("greedy")
     agent = make_batch_agent("greedy", seed=4)
     assert isinstance(agent, BatchGreedyAgent) and agent.name == "greedy"
-    assert not has_batch_form("shaper")
+    assert not has_batch_form("search")
     # greedy against random: ``auto`` now plays the batched engine (the keyed random agent
     # draws differently on the single engine, which tells which one played).
     config = Config(players=3, threshold=10)

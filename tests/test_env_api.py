@@ -144,4 +144,5 @@ def test_render_human_prints_the_ansi_text(capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().out.strip() == ansi.render().strip()
     plain = odin_env.env(players=3)
     plain.reset(seed=2)
-    assert plain.render() is None
+    with pytest.warns(UserWarning, match='^render\\(\\) needs a render mode: .*render_mode="ansi"'):
+        assert plain.render() is None

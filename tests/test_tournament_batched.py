@@ -118,7 +118,7 @@ def test_bad_engine_settings_are_refused_naming_the_problem():
 
 def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_path: Path):
     evaluate = Path(__file__).resolve().parents[1] / "evaluate.py"
-    args = ["tournament", "--agents", "shaper", "random", "--engine", "batched"]
+    args = ["tournament", "--agents", "search", "random", "--engine", "batched"]
     result = subprocess.run(
         [sys.executable, str(evaluate), *args, "--out", str(tmp_path / "out")],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
@@ -126,7 +126,8 @@ def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_pat
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "evaluate.py tournament: error: --engine batched needs agents with a batched form "
-        "(random, greedy, ppo); none for shaper: use --engine single or auto"
+        "(act_batch: random, greedy, shaper, planner, ppo); none for search: use --engine "
+        "single or auto"
     ]
     assert not (tmp_path / "out").exists()
 

@@ -42,8 +42,9 @@ BEST_RECORD = "best.json"
 EVALUATIONS = "evaluations.jsonl"
 IMITATION = "imitation.safetensors"
 OLD_CHECKPOINT = "checkpoint.zip"
-RESUMABLE_CHANGES = ("name", "runs_dir", "total_steps")
-"""Settings a checkpoint may differ in from config.json (a moved run, a new target)."""
+RESUMABLE_CHANGES = ("name", "runs_dir", "total_steps", "ray")
+"""Settings a checkpoint may differ in from config.json (a moved run, a new target, another
+Ray cluster)."""
 ROOT = Path(__file__).resolve().parents[1]
 
 

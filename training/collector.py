@@ -49,7 +49,7 @@ import numpy as np
 import torch as th
 
 from agents.ppo import prior_actions
-from agents.registry import make
+from agents.registry import make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
@@ -217,7 +217,7 @@ class SelfPlayCollector:
         self.pool = pool
         self.width = width
         # A prior policy reads its heuristic's choice beside the game observation.
-        self._prior = None if prior is None else make(prior)
+        self._prior = None if prior is None else make_batch_agent(prior)
         batch, players = games.batch, games.config.players
         # Row of each (game, seat)'s open decision in the carried arrays, -1 when none.
         self._open = np.full((batch, players), -1, dtype=np.int64)
@@ -231,6 +231,11 @@ class SelfPlayCollector:
         if pool is not None:
             for i in range(batch):
                 self._draw(i)
+
+    @property
+    def batch(self) -> int:
+        """Games played in lockstep (a rollout's size is a multiple of it)."""
+        return self.games.batch
 
     def _draw(self, game: int) -> None:
         kind, table = self.pool.draw()

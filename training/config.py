@@ -13,6 +13,7 @@ from typing import Any
 
 from agents.ppo import check_prior
 from agents.registry import check_spec
+from evaluation.distributed import require_ray
 from odin_env.rules import Config
 from training.pool import LEARNER, check_kinds
 
@@ -44,7 +45,14 @@ class TrainConfig:
     """How experience is collected: ``batched`` (all games in lockstep on the batched engine, in
     the main process: the fastest) or ``subproc`` (one learner seat per env process)."""
     selfplay_batch: int = 256
-    """Games in lockstep with the ``batched`` engine."""
+    """Games in lockstep with the ``batched`` engine (per actor with ``ray``)."""
+    ray: str | None = None
+    """Collect on Ray actors (``batched`` engine): the cluster's address (``auto``,
+    ``HOST:PORT``, ``ray://HOST:PORT``) or ``local`` (the flag alone), a Ray started for the run;
+    may change on resume. None: in this process."""
+    actors: int = 1
+    """Ray actors collecting rollouts, each on its own ``selfplay_batch`` games (with ``ray``);
+    an update takes ``n_steps x n_envs`` decisions from them together."""
     total_steps: int = 2_000_000
     """Learner decisions to train for (the step counter includes earlier, resumed steps; 0 with
     ``imitate``: the warm start only)."""
@@ -122,6 +130,7 @@ class TrainConfig:
             "eval_deals",
             "torch_threads",
             "selfplay_batch",
+            "actors",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -141,6 +150,12 @@ class TrainConfig:
                 f"seat has no meaning with opponents ['{LEARNER}'] (every seat is the learner); "
                 f"leave it unset; got {self.seat}"
             )
+        if self.ray is not None:
+            if self.engine != "batched":
+                raise ValueError(f"ray needs engine 'batched'; got engine {self.engine!r}")
+            require_ray()
+        elif self.actors != 1:
+            raise ValueError(f"actors run on Ray: add --ray [ADDRESS]; got actors {self.actors}")
         check_run_name(self.name)
 
     @property

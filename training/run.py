@@ -6,7 +6,9 @@ Two engines collect the experience (``TrainConfig.engine``):
 - ``batched`` (default): :func:`training.selfplay.train_selfplay` on ``selfplay_batch`` games
   of :class:`odin_env.batched.BatchedGames` in this process, all games in lockstep; the learner
   holds one seat per game against an :class:`training.pool.OpponentPool`, or every seat
-  (``learner``). Each update trains on at least ``n_steps x n_envs`` learner decisions.
+  (``learner``). Each update trains on at least ``n_steps x n_envs`` learner decisions. With
+  ``ray``, ``actors`` Ray actors collect them instead, each on its own games
+  (:mod:`training.actors`); the learner stays here.
 - ``subproc``: ``n_envs`` subprocesses of ``SingleAgentEnv`` (:mod:`training.subproc`).
 
 One run lives in ``runs/NAME/``:
@@ -288,6 +290,10 @@ def train(config: TrainConfig, resume: bool = False) -> Path | None:
     run_dir = config.run_dir
     if not resume and any((run_dir / n).exists() for n in (CHECKPOINT, OLD_CHECKPOINT)):
         raise TrainingError(f"{run_dir} already holds a run: resume it or choose another --name")
+    if config.ray is not None:
+        from evaluation.distributed import connect
+
+        connect(config.ray, config.actors)  # a bad address fails here, before any file
     th.set_num_threads(config.torch_threads)
     batched = config.engine == "batched"
     created = not run_dir.exists()
@@ -351,25 +357,42 @@ def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> 
     """Train to ``config.total_steps`` by batched self-play; ``callback`` does the run's
     bookkeeping after each update, as it does at each rollout's end with ``model.learn``."""
     steps = model.num_timesteps
-    pool = None
-    if config.opponents != [LEARNER]:
+    pool = collector = None
+    if config.ray is not None:
+        from training.actors import RayCollector
+
+        # Actor k's streams: sub-streams k of the run's; a resumed run deals new games.
+        seeds = [
+            (
+                spawn_seed(config.seed, ENV_STREAM, steps, k),
+                spawn_seed(config.seed, POOL_STREAM, steps, k),
+            )
+            for k in range(config.actors)
+        ]
+        pool = collector = RayCollector(model, config, seeds)  # it also takes the snapshots
+    elif config.opponents != [LEARNER]:
         seed = spawn_seed(config.seed, POOL_STREAM, steps)
         pool = OpponentPool(config.opponents, config.game.players, config.seat, seed)
     callback.pool = pool
     callback.init_callback(model)
     callback.on_training_start({}, {})
-    train_selfplay(
-        model,
-        config.game,
-        config.total_steps,
-        batch=config.selfplay_batch,
-        rollout_decisions=config.n_steps * config.n_envs,
-        # A resumed run deals new games rather than replaying the first ones.
-        seed=spawn_seed(config.seed, ENV_STREAM, steps),
-        callback=callback.on_selfplay_update,
-        progress=False,  # the callback's bar, which also shows the latest evaluation
-        pool=pool,
-    )
+    try:
+        train_selfplay(
+            model,
+            config.game,
+            config.total_steps,
+            batch=config.selfplay_batch,
+            rollout_decisions=config.n_steps * config.n_envs,
+            # A resumed run deals new games rather than replaying the first ones.
+            seed=spawn_seed(config.seed, ENV_STREAM, steps),
+            callback=callback.on_selfplay_update,
+            progress=False,  # the callback's bar, which also shows the latest evaluation
+            pool=pool if collector is None else None,
+            collector=collector,
+        )
+    finally:
+        if collector is not None:
+            collector.close()
 
 
 __all__ = ["ENV_STREAM", "EVAL_STREAM", "POOL_STREAM", "build_model", "evaluate", "train"]

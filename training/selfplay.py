@@ -135,6 +135,7 @@ def train_selfplay(
     callback: Callable[[Any, Rollout], bool | None] | None = None,
     progress: bool = True,
     pool: OpponentPool | None = None,
+    collector: Any = None,
 ) -> SelfPlayStats:
     """Train ``model`` by self-play on ``batch`` games of ``config`` until
     ``model.num_timesteps`` reaches ``total_decisions`` (so a resumed model continues).
@@ -149,6 +150,10 @@ def train_selfplay(
     ``charts/episode_length`` (learner decisions per episode), ``selfplay/mean_penalty`` (games
     the learner held every seat) and ``opponents/<kind>/win_rate`` and ``mean_penalty`` (the
     learner's, against each opponent kind) to ``model.logger`` and dumps it after each update.
+    ``collector``: collects the rollouts instead of a :class:`SelfPlayCollector` of ``batch``
+    games made here (``config``, ``pool`` and the deals' seed are then its own): anything with
+    ``batch`` and ``collect(n)`` returning a :class:`Rollout`
+    (:class:`training.actors.RayCollector`).
     """
     if isinstance(total_decisions, bool) or not isinstance(total_decisions, (int, np.integer)):
         raise ValueError(f"total_decisions must be an integer; got {total_decisions!r}")
@@ -160,9 +165,9 @@ def train_selfplay(
         raise ValueError(f"rollout_decisions must be a positive integer; got {rollout_decisions}")
     if seed is not None:
         model.set_random_seed(seed % 2**32)  # SB3 seeds numpy's legacy 32-bit generator
-    games = BatchedGames(config, batch, seed=seed)
-    collector = SelfPlayCollector(model, games, pool)
-    per_rollout = -(-int(rollout_decisions) // games.batch) * games.batch
+    if collector is None:
+        collector = SelfPlayCollector(model, BatchedGames(config, batch, seed=seed), pool)
+    per_rollout = -(-int(rollout_decisions) // collector.batch) * collector.batch
     stats = SelfPlayStats()
     start = model.num_timesteps
     bar = Progress(int(total_decisions), start, desc="self-play", enabled=progress)

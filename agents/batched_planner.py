@@ -1,0 +1,317 @@
+"""``planner`` (:class:`agents.heuristics.Planner`) for a whole batch at once, in a numba kernel.
+
+Row for row it returns exactly the action ``Planner().act`` returns for that row's observation
+and mask (``tests/test_batched_shaper.py`` checks both kernels decision by decision on the
+batched engine), at a few microseconds a row instead of a few hundred: fast enough to be the
+playout policy of a search and a cheap training opponent. It reads what :func:`agents.hand.see`
+reads and scores exactly as ``Planner`` does, in the same order of floating-point operations:
+the hand's value (``2 * cover + cards``), the finishing combo of :func:`agents.hand.partition`,
+the threats of opponents down to one or two cards and the exposure of each play to them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from agents.batch import check_batch
+from agents.batched_shaper import _BITS, _NUMBER, _cover, _joins, _popcount
+from agents.heuristics import _OUT, _PAIR_CHANCE, Planner
+from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
+from odin_env.observation import LAYOUT
+from odin_env.rules import LEAD, PASS, TAKE
+
+_HAND = LAYOUT["hand"][0].start
+_TABLE = LAYOUT["table"][0].start
+_TAKE = LAYOUT["take"][0].start
+_DISCARD = LAYOUT["discard"][0].start
+_KNOWN = LAYOUT["known"][0].start
+_SIZES = LAYOUT["hand_size"][0].start
+_OWNER = LAYOUT["table_owner"][0].start
+_PHASE = LAYOUT["phase"][0].start
+_PLAYERS = LAYOUT["players"][0].start
+_ALL = (1 << NUM_CARDS) - 1
+_COVER_W, _FINISH, _THREAT = Planner.cover_weight, Planner.finisher_cost, Planner.threat_cost
+
+
+@njit(cache=True, inline="always")
+def _value(hand):
+    if hand == 0:
+        return _OUT
+    return _COVER_W * _cover(hand) + _popcount(hand)
+
+
+@njit(cache=True)
+def _after_take(hand, takes):
+    """``Planner.after_take``: the value of the hand after the best card of ``takes`` and
+    that card (key ``(value, -joins, -card value)``, first card id on a tie)."""
+    best_v, best_j, best_c, card_out = 0.0, 0, 0, -1
+    for card in range(NUM_CARDS):
+        if (takes >> card) & 1:
+            v = _value(hand | (np.int64(1) << card))
+            j = -_joins(hand, card)
+            c = -(card % NUM_VALUES + 1)
+            if (
+                card_out < 0
+                or v < best_v
+                or (v == best_v and (j < best_j or (j == best_j and c < best_c)))
+            ):
+                best_v, best_j, best_c, card_out = v, j, c, card
+    return best_v, card_out
+
+
+@njit(cache=True, inline="always")
+def _high_bit(bits):
+    """The highest card id in a non-empty card set (``int.bit_length() - 1``)."""
+    card = NUM_CARDS - 1
+    while not (bits >> card) & 1:
+        card -= 1
+    return card
+
+
+@njit(cache=True, inline="always")
+def _top_value(bits):
+    top = 0
+    for card in range(NUM_CARDS):
+        if (bits >> card) & 1:
+            top = max(top, card % NUM_VALUES + 1)
+    return top
+
+
+@njit(cache=True)
+def _finisher(hand):
+    """``partition(hand)[0]`` when the hand splits into two combos or more, else 0."""
+    target = _cover(hand)
+    if target <= 1:
+        return np.int64(0)
+    colours = np.zeros(NUM_COLOURS, dtype=np.int64)
+    m = 0
+    for c in range(NUM_COLOURS):
+        if (hand >> (c * NUM_VALUES)) & VALUE_BITS:
+            colours[m] = c
+            m += 1
+    groups = np.zeros(NUM_COLOURS + NUM_VALUES, dtype=np.int64)
+    keys = np.zeros(NUM_COLOURS + NUM_VALUES, dtype=np.int64)
+    best_sizes = np.zeros(NUM_COLOURS + NUM_VALUES, dtype=np.int64)
+    found = False
+    best_first = np.int64(0)
+    for used in range(1 << m):
+        count = 0
+        rest = hand
+        for i in range(m):
+            if (used >> i) & 1:
+                line = np.int64(VALUE_BITS) << (colours[i] * NUM_VALUES)
+                groups[count] = hand & line
+                count += 1
+                rest &= ~line
+        if count > target:
+            continue
+        for v in range(NUM_VALUES):
+            group = np.int64(0)
+            for c in range(NUM_COLOURS):
+                group |= rest & (np.int64(1) << (c * NUM_VALUES + v))
+            if group:
+                groups[count] = group
+                count += 1
+        if count != target:
+            continue
+        # stable sort by (-size, -top value): key = size * 16 + top, descending
+        for g in range(count):
+            keys[g] = _popcount(groups[g]) * 16 + _top_value(groups[g])
+        order = np.argsort(-keys[:count], kind="mergesort")
+        better = not found
+        if found:
+            for g in range(count):
+                size = _popcount(groups[order[g]])
+                if size != best_sizes[g]:
+                    better = size > best_sizes[g]
+                    break
+        if better:
+            found = True
+            for g in range(count):
+                best_sizes[g] = _popcount(groups[order[g]])
+            best_first = groups[order[0]]
+    return best_first
+
+
+@njit(cache=True, inline="always")
+def _is_combo(bits):
+    for c in range(NUM_COLOURS):
+        if bits & ~(np.int64(VALUE_BITS) << (c * NUM_VALUES)) == 0:
+            return True
+    for v in range(NUM_VALUES):
+        line = np.int64(0)
+        for c in range(NUM_COLOURS):
+            line |= np.int64(1) << (c * NUM_VALUES + v)
+        if bits & ~line == 0:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _small_number(bits):
+    """The combo number of one or two cards (R5)."""
+    hi, lo = 0, 0
+    for card in range(NUM_CARDS):
+        if (bits >> card) & 1:
+            v = card % NUM_VALUES + 1
+            if v > hi:
+                hi, lo = v, hi
+            else:
+                lo = max(lo, v)
+    return hi if _popcount(bits) == 1 else hi * 10 + lo
+
+
+@njit(cache=True)
+def _exposed(combo, size, number, t_slot, t_cards, t_chance, count, known, unseen):
+    """``Planner.exposed``: expected threats that could go out over ``combo``."""
+    risk = 0.0
+    for t in range(count):
+        cards = t_cards[t]
+        if cards == size + 1:
+            risk += t_chance[t]
+        elif cards == size:
+            kn = known[t_slot[t]]
+            if _popcount(kn) == size:
+                share = 1.0 if _is_combo(kn) and _small_number(kn) > number else 0.0
+            else:
+                top = number // 10 ** (size - 1)
+                pool = unseen | kn
+                total, above = 0, 0
+                for card in range(NUM_CARDS):
+                    if (pool >> card) & 1:
+                        total += 1
+                        above += card % NUM_VALUES + 1 > top
+                share = 0.0 if total == 0 else above / total
+            risk += t_chance[t] * share
+    return risk
+
+
+@njit(cache=True, inline="always")
+def _plane(obs, i, start):
+    bits = np.int64(0)
+    for c in range(NUM_CARDS):
+        if obs[i, start + c] > 0.5:
+            bits |= np.int64(1) << c
+    return bits
+
+
+@njit(cache=True)
+def planner_kernel(obs, mask, bits, number, out):
+    """``Planner().act`` for each row of ``obs`` ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``
+    into ``out`` ``(B,)``."""
+    known = np.zeros(NUM_COLOURS, dtype=np.int64)
+    t_slot = np.zeros(NUM_COLOURS, dtype=np.int64)
+    t_cards = np.zeros(NUM_COLOURS, dtype=np.int64)
+    t_chance = np.zeros(NUM_COLOURS, dtype=np.float64)
+    for i in range(obs.shape[0]):
+        hand = _plane(obs, i, _HAND)
+        takes = np.int64(0)
+        for c in range(NUM_CARDS):
+            if mask[i, TAKE + c]:
+                takes |= np.int64(1) << c
+        if takes:
+            out[i] = TAKE + _after_take(hand, takes)[1]
+            continue
+        whole, plays = -1, 0
+        for a in range(PASS):
+            if mask[i, a]:
+                plays += 1
+                if bits[a] == hand:
+                    whole = a
+        if plays == 0:
+            out[i] = PASS
+            continue
+        if whole >= 0:
+            out[i] = whole
+            continue
+        players = 2
+        for k in range(5):
+            if obs[i, _PLAYERS + k] > 0.5:
+                players = k + 2
+        table = _plane(obs, i, _TABLE)
+        placed = hand | table | _plane(obs, i, _TAKE) | _plane(obs, i, _DISCARD)
+        for k in range(players):
+            known[k] = _plane(obs, i, _KNOWN + NUM_CARDS * k)
+            if k >= 1:
+                placed |= known[k]
+        unseen = ~placed & _ALL
+        pool = _popcount(unseen)
+        count = 0
+        for k in range(1, players):
+            size = int(round(obs[i, _SIZES + k] * 9.0))
+            chance = 0.0
+            if size == 1:
+                chance = 1.0
+            elif size == 2:
+                kn = known[k]
+                if _popcount(kn) == 2:
+                    chance = 1.0 if _is_combo(kn) else 0.0
+                elif kn:
+                    card = _high_bit(kn)
+                    colour_line = np.int64(VALUE_BITS) << ((card // NUM_VALUES) * NUM_VALUES)
+                    value_line = np.int64(0)
+                    for c in range(NUM_COLOURS):
+                        value_line |= np.int64(1) << (c * NUM_VALUES + card % NUM_VALUES)
+                    chance = _popcount(unseen & (colour_line | value_line)) / max(pool, 1)
+                else:
+                    chance = _PAIR_CHANCE
+            if (size == 1 or size == 2) and chance > 0:
+                t_slot[count], t_cards[count], t_chance[count] = k, size, chance
+                count += 1
+        finisher = _finisher(hand)
+        leading = obs[i, _PHASE + LEAD] > 0.5
+        best_s, best_t, choice = 0.0, 0, -1
+        if not leading:
+            owner = -1
+            for k in range(players):
+                if obs[i, _OWNER + k] > 0.5:
+                    owner = k
+                    break
+            best_s = _value(hand)
+            for t in range(count):
+                if t_slot[t] == owner:
+                    best_s += _THREAT * t_chance[t]
+            best_t, choice = 1, PASS
+        for a in range(PASS):
+            if not mask[i, a]:
+                continue
+            played = bits[a]
+            left = hand & ~played
+            score = _value(left) if leading else _after_take(left, table)[0]
+            if played & finisher:
+                score += _FINISH
+            if count:
+                score += _THREAT * _exposed(
+                    a, _popcount(played), number[a], t_slot, t_cards, t_chance, count, known, unseen
+                )
+            if leading:
+                tie = -(_high_bit(played) % NUM_VALUES + 1)
+                if choice < 0 or score < best_s or (score == best_s and tie < best_t):
+                    best_s, best_t, choice = score, tie, a
+            elif score < best_s or (score == best_s and best_t > 0):
+                best_s, best_t, choice = score, 0, a  # a play beats a pass of equal score
+        out[i] = choice
+
+
+class BatchPlannerAgent:
+    """``planner`` for a whole batch; deterministic, ``seed`` is accepted for the common
+    signature."""
+
+    name = "planner"
+
+    def __init__(self, seed: int | None = None):
+        self.seed = seed
+
+    def reset(self, seat: int = 0, seed: int | None = None) -> None:
+        """Nothing to reset: planner keeps no state and draws nothing."""
+
+    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Planner's action for each row -> int64 ``(B,)`` (a fresh array)."""
+        check_batch(obs, mask)
+        out = np.empty(obs.shape[0], dtype=np.int64)
+        planner_kernel(obs, mask, _BITS, _NUMBER, out)
+        return out
+
+
+__all__ = ["BatchPlannerAgent", "planner_kernel"]

@@ -1,0 +1,192 @@
+"""``search``: determinized Monte Carlo search (PIMC) on the batched engine, from the observation.
+
+At a decision with a real choice the player
+
+1. reads the position from the observation alone (:func:`agents.hand.see`): its hand, the
+   table, the discards, the cards publicly known to be in other hands, hand sizes and totals;
+2. samples ``worlds`` layouts of the cards it has not seen: each other seat gets its known
+   cards plus as many unseen cards, drawn uniformly, as its hand size asks; the rest are the
+   cards set aside (R2);
+3. plays every candidate action in every world on :class:`odin_env.batched.BatchedGames`
+   (each world copied once per candidate, so the candidates are compared on the same layouts),
+   then the rest of the hand with a fast heuristic (``shaper``) in every seat;
+4. picks the candidate with the best mean outcome (ties: the lower action index).
+
+The outcome of one playout is the observer's win chance once the hand is scored: exact when the
+hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
+(:func:`win_chance`). The budget is ``rollouts`` playouts per decision, shared equally among
+the candidates (at least ``min_worlds`` worlds each). Everything random comes from the seed of
+``reset``: the same seed and observation give the same action.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.base import legal_actions
+from agents.batched_heuristics import BATCH_HEURISTICS
+from agents.hand import see
+from odin_env.batched import BatchedGames
+from odin_env.cards import cards_of, deck_bits
+from odin_env.observation import views
+from odin_env.rules import Config, Game
+
+ROLLOUTS = 512
+"""Default playouts per decision."""
+POLICY = "planner"
+"""Default playout policy: a batched heuristic (``agents.batched_heuristics.BATCH_HEURISTICS``)."""
+MIN_WORLDS = 8
+"""Fewest worlds a decision samples, however many candidates share the budget."""
+MAX_STEPS = 400
+"""A playout ends with its hand; this only bounds the loop (a hand has far fewer decisions)."""
+
+
+def win_chance(totals: np.ndarray, threshold: int) -> np.ndarray:
+    """Each seat's estimated chance to win from penalty ``totals`` ``(..., players)`` after a
+    hand: exact shares when a total has reached ``threshold`` (the game is over: the lowest
+    totals share the win), else a softmax of ``-total / spread``, where the spread grows with
+    the hands left to play (the more hands, the more a lead can still change)."""
+    totals = np.asarray(totals, dtype=np.float64)
+    over = totals.max(axis=-1, keepdims=True) >= threshold
+    lowest = totals == totals.min(axis=-1, keepdims=True)
+    exact = lowest / lowest.sum(axis=-1, keepdims=True)
+    room = np.maximum(threshold - totals.max(axis=-1, keepdims=True), 1.0)
+    spread = 2.0 * np.sqrt(1.0 + room / 4.0)
+    logits = -(totals - totals.min(axis=-1, keepdims=True)) / spread
+    soft = np.exp(logits)
+    soft /= soft.sum(axis=-1, keepdims=True)
+    return np.where(over, exact, soft)
+
+
+class SearchAgent:
+    """Determinized search; see the module docstring. ``rollouts``: playouts per decision."""
+
+    name = "search"
+
+    def __init__(
+        self,
+        seed: int | None = None,
+        rollouts: int = ROLLOUTS,
+        min_worlds: int = MIN_WORLDS,
+        policy: str = POLICY,
+    ):
+        if isinstance(rollouts, bool) or not isinstance(rollouts, int) or rollouts < 1:
+            raise ValueError(f"rollouts must be an integer >= 1; got {rollouts!r}")
+        self.rollouts, self.min_worlds = rollouts, min_worlds
+        self.rng = np.random.default_rng(seed)
+        if policy not in BATCH_HEURISTICS:
+            raise ValueError(f"policy must be one of {', '.join(BATCH_HEURISTICS)}; got {policy!r}")
+        self.policy = BATCH_HEURISTICS[policy]()
+        self._engines: dict[tuple[Config, int], BatchedGames] = {}
+
+    def reset(self, seat: int, seed: int | None = None) -> None:
+        """Reseed (``None``: keep the generator)."""
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        candidates = legal_actions(action_mask)
+        if candidates.size == 0:
+            raise ValueError("no legal action in the mask: this agent is not the one to act")
+        if candidates.size == 1:
+            return int(candidates[0])
+        game, config, unseen, needs = _position(observation, action_mask)
+        worlds = max(self.min_worlds, self.rollouts // candidates.size)
+        hands = _sample_hands(game, unseen, needs, worlds, self.rng)
+        scores = self._playouts(game, config, hands, candidates)
+        return int(candidates[int(np.argmax(scores))])
+
+    def _engine(self, config: Config, batch: int) -> BatchedGames:
+        key = (config, batch)
+        engine = self._engines.get(key)
+        if engine is None:
+            if len(self._engines) >= 8:
+                self._engines.clear()
+            engine = self._engines[key] = BatchedGames(config, batch, seed=0)
+        return engine
+
+    def _playouts(
+        self, game: Game, config: Config, hands: np.ndarray, candidates: np.ndarray
+    ) -> np.ndarray:
+        """Mean outcome for the observer (seat 0) of each candidate over the sampled worlds."""
+        worlds, count = hands.shape[0], candidates.size
+        batch = worlds * count
+        engine = self._engine(config, batch)
+        engine.load(np.arange(batch), game, hands=np.repeat(hands, count, axis=0))
+        engine.step(np.tile(candidates, worlds).astype(np.int64))
+        totals = np.array(game.totals, dtype=np.int64)
+        final = np.zeros((batch, config.players), dtype=np.int64)
+        live = np.ones(batch, dtype=np.bool_)
+        for _ in range(MAX_STEPS):
+            ended = engine.hand_end & live
+            final[ended] = engine.penalties[ended]
+            live &= ~ended
+            rows = np.flatnonzero(live)
+            if rows.size == 0:
+                break
+            actions = engine.first_legal
+            actions[rows] = self.policy.act_batch(engine.obs[rows], engine.mask[rows])
+            engine.step(actions)
+        outcome = win_chance(totals + final, config.threshold)[:, 0]
+        return outcome.reshape(worlds, count).mean(axis=0)
+
+
+def _position(observation: np.ndarray, action_mask: np.ndarray) -> tuple:
+    """The position the observer sees, as a ``rules.Game`` with itself in seat 0 (any layout of
+    the unseen cards), its config, the unseen cards (ids) and how many of them each seat holds.
+    The first-player rule is not observable; it matters only after the hand."""
+    seen = see(observation, action_mask)
+    v = views(observation)
+    n = seen.players
+    threshold = int(round(float(v["threshold"][0]) * 100))
+    colours = int(round(float(v["colours"].sum())))
+    config = Config(players=n, threshold=threshold, colours=colours)
+    totals = [int(round(p * threshold)) for p in seen.penalties]
+    table = seen.table
+    placed = seen.hand | seen.discard | table | seen.take
+    for known in seen.known:
+        placed |= known
+    unseen = cards_of(deck_bits(colours) & ~placed)
+    needs = [0] + [seen.sizes[s] - seen.known[s].bit_count() for s in range(1, n)]
+    hands = [cards_of(seen.hand)]
+    rest = list(unseen)
+    for s in range(1, n):
+        hands.append(cards_of(seen.known[s]) + rest[: needs[s]])
+        rest = rest[needs[s] :]
+    passes = int(round(float(v["passes"][0]) * (n - 1)))
+    following = bool(table) and not seen.take
+    game = Game.from_position(
+        config, hands, 0,
+        table=cards_of(table) if table else None,
+        owner=seen.owner if following else None,
+        take_from=cards_of(seen.take) if seen.take else None,
+        passes=passes if following else 0,
+        discard=cards_of(seen.discard),
+        known=[cards_of(k) for k in seen.known],
+        totals=totals,
+    )  # fmt: skip
+    return game, config, np.array(unseen, dtype=np.int64), needs
+
+
+def _sample_hands(
+    game: Game, unseen: np.ndarray, needs: list[int], worlds: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``(worlds, players)`` card-set ints: seat 0's hand as it is; every other seat its known
+    cards plus ``needs[s]`` unseen cards, the unseen cards shuffled uniformly per world."""
+    n = len(needs)
+    hands = np.zeros((worlds, n), dtype=np.int64)
+    hands[:, 0] = game.hands[0]
+    if unseen.size == 0 or sum(needs) == 0:
+        hands[:, 1:] = np.array(game.known[1:], dtype=np.int64)
+        return hands
+    order = np.argsort(rng.random((worlds, unseen.size)), axis=1)
+    bits = np.left_shift(np.int64(1), unseen[order])
+    start = 0
+    for s in range(1, n):
+        stop = start + needs[s]
+        hands[:, s] = game.known[s] | bits[:, start:stop].sum(axis=1)
+        start = stop
+    return hands
+
+
+__all__ = ["ROLLOUTS", "SearchAgent", "win_chance"]

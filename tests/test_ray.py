@@ -1,0 +1,249 @@
+"""Tournaments, studies and training rollouts on Ray (issue 14), on a local 2-CPU Ray started
+once for this module and shut down after it: the same bytes as one local worker, a worker
+killed mid-run changes nothing, Ctrl-C keeps the finished deals, and a 2-actor training run
+resumes and is reproducible. Without Ray, ``--ray`` is one line saying how to install it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import ray
+
+import evaluate
+import train
+from evaluation.tournament import TournamentInterrupted, play_tournament
+from odin_env.rules import Config
+from training import TrainConfig
+from training.collector import Rollout, gae
+
+ROOT = Path(__file__).resolve().parents[1]
+# One cluster for the module, also under pytest-xdist (make test runs --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
+    yield
+    ray.shutdown()
+
+
+def cli_files(tmp_path: Path, name: str, args: list[str], files: list[str]) -> dict[str, bytes]:
+    out = tmp_path / name
+    assert evaluate.main([*args, "--out", str(out), "--no-progress"]) == 0
+    return {f: (out / f).read_bytes() for f in files}
+
+
+@pytest.mark.parametrize(
+    ("args", "files"),
+    [
+        (
+            ["tournament", "--agents", "greedy", "random", "greedy", "random", "--games", "96",
+             "--seed", "3"],
+            ["tournament.json", "games.csv", "agents.csv"],
+        ),
+        (
+            ["seating", "--agent", "greedy", "--players", "2", "3", "--games", "30",
+             "--start-rule", "rotate", "winner", "--seed", "4"],
+            ["seating.json", "seating.csv"],
+        ),
+        (
+            ["thresholds", "--agents", "greedy", "shaper", "--thresholds", "5", "10", "--games",
+             "24", "--seed", "5"],
+            ["thresholds.json", "thresholds.csv"],
+        ),
+    ],
+    ids=["tournament", "seating", "thresholds"],
+)  # fmt: skip
+def test_a_study_on_ray_writes_the_bytes_of_one_local_worker(cluster, tmp_path, args, files):
+    local = cli_files(tmp_path, "local", [*args, "--workers", "1"], files)
+    # --ray alone: a local Ray; this process is already connected to the test cluster.
+    on_ray = cli_files(tmp_path, "ray", [*args, "--ray"], files)
+    assert local == on_ray
+    assert all(local.values())
+
+
+def _kill_a_running_task(killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first Ray worker seen running a task (titled ``ray::run_task``)."""
+    while not stop.is_set():
+        for proc in psutil.process_iter(["cmdline"]):
+            if (proc.info["cmdline"] or [""])[0] == "ray::run_task":
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
+                return
+        time.sleep(0.005)
+
+
+def test_a_worker_killed_mid_tournament_has_its_chunk_played_again(cluster):
+    specs, config = ["greedy", "shaper", "greedy", "shaper"], Config(players=4)
+    local = play_tournament(specs, config, 40, seed=8, engine="single", progress=False)
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_a_running_task, args=(killed, stop), daemon=True)
+    killer.start()
+    try:
+        on_ray = play_tournament(
+            specs, config, 40, seed=8, engine="single", progress=False, ray="local"
+        )
+    finally:
+        stop.set()
+        killer.join()
+    assert len(killed) == 1  # one worker died in the middle of a task
+    assert on_ray == local
+
+
+def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
+    import evaluation.tournament as tournament
+
+    specs, config = ["greedy", "shaper", "greedy", "shaper"], Config(players=4)
+    whole = play_tournament(specs, config, 48, seed=9, engine="single", progress=False)
+    arrived = threading.Event()
+
+    class Bar(tournament.tqdm):
+        def update(self, n=1):
+            arrived.set()
+            return super().update(n)
+
+    monkeypatch.setattr(tournament, "tqdm", Bar)
+    armed = True
+
+    def interrupt(signum, frame):
+        if armed:
+            raise KeyboardInterrupt
+
+    def press_ctrl_c() -> None:
+        arrived.wait(120)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        with pytest.raises(TournamentInterrupted) as stop:
+            play_tournament(
+                specs, config, 48, seed=9, engine="single", progress=False, ray="local", chunk=2
+            )
+    finally:
+        armed = False
+        signal.signal(signal.SIGINT, previous)
+    records, done = stop.value.records, stop.value.deals_done
+    assert 0 < done < 48
+    assert len(records) == 4 * done and records == whole[: len(records)]
+
+
+def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
+    return TrainConfig(
+        name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
+        ray="local", actors=2, selfplay_batch=16, n_steps=64, n_envs=1, batch_size=64,
+        n_epochs=1, total_steps=total, eval_every=0, snapshot_every=128,
+        checkpoint_every=10**6, net_pi=[32], net_vf=[32], seed=7,
+    )  # fmt: skip
+
+
+def _tensors(path: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+
+    return load_file(str(path))
+
+
+def test_two_actors_train_reproducibly_and_the_run_resumes(cluster, tmp_path):
+    from training import train as train_run
+    from training.checkpoints import checkpoint_step
+
+    first = train_run(_train_config(tmp_path, "a", 300))
+    second = train_run(_train_config(tmp_path, "b", 300))
+    a, b = _tensors(first), _tensors(second)
+    assert checkpoint_step(first) >= 300 and sorted(a) == sorted(b)
+    assert any(k.startswith("snapshot/") for k in a)  # the actors played the snapshots too
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    saved = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert (saved["ray"], saved["actors"]) == ("local", 2)
+
+    resumed = train_run(_train_config(tmp_path, "a", 600), resume=True)
+    assert checkpoint_step(resumed) >= 600
+    after = _tensors(resumed)
+    assert not np.array_equal(after["policy/action_net.weight"], a["policy/action_net.weight"])
+
+
+def test_merged_rollouts_keep_each_actors_advantages():
+    """Actor k's rows follow actor k-1's; each ``next_index`` link is shifted with them, so GAE
+    over the merged rollout gives every actor's own advantages."""
+    from training.actors import merge_rollouts
+
+    rng = np.random.default_rng(0)
+
+    def rollout(n: int) -> Rollout:
+        nxt = np.array([r + 1 + int(rng.integers(3)) for r in range(n)])
+        nxt[nxt >= n] = -1
+        nxt[rng.random(n) < 0.2] = -1
+        terminal = (nxt == -1) & (rng.random(n) < 0.5)
+        rewards, values = rng.normal(size=n).astype(np.float32), rng.normal(size=n)
+        next_values = rng.normal(size=n).astype(np.float32)
+        adv, ret = gae(rewards, values, next_values, terminal, nxt, 0.99, 0.95)
+        return Rollout(
+            obs=rng.random((n, 3), dtype=np.float32), masks=np.ones((n, 4), np.int8),
+            actions=np.zeros(n, np.int64), values=values.astype(np.float32),
+            log_probs=np.zeros(n, np.float32), rewards=rewards, terminal=terminal,
+            next_values=next_values, next_index=nxt, advantages=adv, returns=ret,
+            game=rng.integers(0, 5, n), seat=np.zeros(n, np.int64),
+            episode=np.zeros(n, np.int64), collected=n, carried=1,
+        )  # fmt: skip
+
+    parts = [rollout(40), rollout(25), rollout(31)]
+    merged = merge_rollouts(parts, batch=5)
+    again, _ = gae(merged.rewards, merged.values, merged.next_values, merged.terminal,
+                   merged.next_index, 0.99, 0.95)  # fmt: skip
+    assert len(merged) == 96 and merged.collected == 96 and merged.carried == 3
+    np.testing.assert_allclose(again, merged.advantages, rtol=1e-5, atol=1e-5)
+    assert merged.game[40:65].min() >= 5 and merged.game[65:].min() >= 10
+
+
+def test_actors_without_ray_and_the_bare_ray_flag():
+    with pytest.raises(ValueError, match="actors run on Ray"):
+        TrainConfig(actors=2).check()
+    with pytest.raises(ValueError, match="ray needs engine 'batched'"):
+        TrainConfig(ray="local", engine="subproc").check()
+    assert train.parser().parse_args(["--ray"]).ray == "local"
+    assert train.parser().parse_args(["--ray", "10.0.0.1:6379"]).ray == "10.0.0.1:6379"
+
+
+EVALUATE = ["evaluate.py", "tournament", "--agents", "random", "random", "--games", "4"]
+TRAIN = ["train.py", "--name", "r", "--actors", "2", "--total-steps", "10"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "installed", "words"),
+    [
+        ([*EVALUATE, "--ray"], False, ["pip install -e '.[ray]'"]),
+        ([*TRAIN, "--ray"], False, ["pip install -e '.[ray]'"]),
+        ([*EVALUATE, "--ray", "127.0.0.1:1"], True, ["--ray 127.0.0.1:1", "ray start --head"]),
+        ([*TRAIN, "--ray", "127.0.0.1:1"], True, ["--ray 127.0.0.1:1", "ray start --head"]),
+    ],
+    ids=["evaluate-no-ray", "train-no-ray", "evaluate-no-cluster", "train-no-cluster"],
+)
+def test_ray_that_cannot_be_used_is_one_line_and_nothing_written(tmp_path, argv, installed, words):
+    script, *args = argv
+    code = (
+        ("" if installed else "import sys; sys.modules['ray'] = None\n")  # as if not installed
+        + f"import sys, {script[:-3]} as cli; sys.exit(cli.main(sys.argv[1:]))"
+    )
+    out = ["--out", str(tmp_path / "out")] if script == "evaluate.py" else [
+        "--runs-dir", str(tmp_path / "runs")]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args, *out], cwd=ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and all(w in lines[0] for w in words), done.stderr
+    assert not any(tmp_path.iterdir())  # nothing written

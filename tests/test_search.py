@@ -1,0 +1,148 @@
+"""The search player (``agents.search``): it sees only the observation, samples the unseen cards
+consistently with it, is deterministic for a seed, and plays better than the policy it rolls out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.hand import see
+from agents.registry import make
+from agents.search import SearchAgent, _position, _sample_hands, win_chance
+from evaluation.tournament import play_deals
+from odin_env.cards import cards_of
+from odin_env.observation import observe
+from odin_env.rules import Config, Game
+
+
+def _midgame(config: Config, seed: int, steps: int) -> Game:
+    game = Game(config, seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        game.play_forced()
+        if game.is_over:
+            break
+        game.apply(game.legal[rng.integers(len(game.legal))])
+    game.play_forced()
+    return game
+
+
+def _relaid(game: Game, seat: int, rng: np.random.Generator) -> Game:
+    """The same position with the cards ``seat`` has not seen dealt anew among the others."""
+    n = game.config.players
+    hidden = [game.hands[s] & ~game.known[s] for s in range(n)]
+    pool = [c for s in range(n) if s != seat for c in cards_of(hidden[s])]
+    pool += cards_of(game.set_aside)
+    rng.shuffle(pool)
+    hands = []
+    for s in range(n):
+        if s == seat:
+            hands.append(cards_of(game.hands[s]))
+            continue
+        count = hidden[s].bit_count()
+        hands.append(cards_of(game.known[s]) + pool[:count])
+        pool = pool[count:]
+    table = cards_of(int(_table_bits(game))) if game.table >= 0 else None
+    following = table is not None and not game.take_from
+    return Game.from_position(
+        game.config, hands, game.current, table=table,
+        owner=game.owner if following else None,
+        take_from=cards_of(game.take_from) if game.take_from else None,
+        passes=game.passes, discard=cards_of(game.discard),
+        known=[cards_of(k) for k in game.known], totals=game.totals,
+    )  # fmt: skip
+
+
+def _table_bits(game: Game) -> int:
+    from odin_env.combos import COMBO_BITS
+
+    return COMBO_BITS[game.table]
+
+
+@pytest.mark.parametrize("players", [2, 4, 5])
+def test_the_decision_depends_only_on_what_the_seat_sees(players: int) -> None:
+    """Two positions that differ only in the other seats' hidden cards: same observation, same
+    action for the same seed (and the hidden cards really differ)."""
+    config = Config(players=players, threshold=15)
+    rng = np.random.default_rng(players)
+    checked = 0
+    for seed in range(12):
+        game = _midgame(config, seed, steps=3 + 5 * seed)
+        if game.is_over or len(game.legal) < 2:
+            continue
+        seat = game.current
+        other = _relaid(game, seat, rng)
+        if other.hands == game.hands:
+            continue
+        obs, mask = observe(game, seat), game.legal_mask()
+        assert np.array_equal(obs, observe(other, seat))
+        actions = []
+        for position in (game, other):
+            agent = SearchAgent(rollouts=48)
+            agent.reset(seat, seed=seed)
+            actions.append(agent.act(observe(position, seat), position.legal_mask()))
+        assert actions[0] == actions[1]
+        assert mask[actions[0]] == 1
+        checked += 1
+    assert checked >= 6
+
+
+def test_same_seed_same_action_and_forced_decisions_are_answered_at_once() -> None:
+    config = Config(players=4)
+    game = _midgame(config, 3, steps=20)
+    obs, mask = observe(game, game.current), game.legal_mask()
+    first = SearchAgent(seed=11, rollouts=64).act(obs, mask)
+    assert SearchAgent(seed=11, rollouts=64).act(obs, mask) == first
+    only = np.zeros_like(mask)
+    only[first] = 1
+    assert SearchAgent(seed=0, rollouts=64).act(obs, only) == first
+    with pytest.raises(ValueError, match="no legal action"):
+        SearchAgent(seed=0).act(obs, np.zeros_like(mask))
+    with pytest.raises(ValueError, match="rollouts must be"):
+        SearchAgent(rollouts=0)
+
+
+@pytest.mark.parametrize("players", [3, 4, 6])
+def test_sampled_worlds_agree_with_everything_public(players: int) -> None:
+    """Each world keeps the observer's hand, every hand size and known card, and deals only
+    cards the observer has not seen; over many worlds every unseen card lands in some hand."""
+    config = Config(players=players)
+    game = _midgame(config, 8, steps=17)
+    seat = game.current
+    obs, mask = observe(game, seat), game.legal_mask()
+    position, _, unseen, needs = _position(obs, mask)
+    seen = see(obs, mask)
+    worlds = _sample_hands(position, unseen, needs, 300, np.random.default_rng(0))
+    public = seen.hand | seen.discard | seen.table | seen.take
+    for row in worlds:
+        assert row[0] == game.hands[seat]
+        union = 0
+        for k in range(players):
+            assert int(row[k]).bit_count() == game.hands[(seat + k) % players].bit_count()
+            assert row[k] & game.known[(seat + k) % players] == game.known[(seat + k) % players]
+            assert union & int(row[k]) == 0
+            union |= int(row[k])
+        assert (union & ~seen.hand) & public == 0
+    dealt = np.bitwise_or.reduce(worlds[:, 1:].ravel())
+    if sum(needs):
+        assert all(dealt >> c & 1 for c in unseen.tolist())
+
+
+def test_win_chance_is_exact_at_the_end_and_a_distribution_before() -> None:
+    over = win_chance(np.array([[15, 3, 3, 9]]), 15)
+    assert over.tolist() == [[0.0, 0.5, 0.5, 0.0]]
+    before = win_chance(np.array([[2, 5, 9, 12]]), 15)[0]
+    assert before.sum() == pytest.approx(1.0)
+    assert list(before) == sorted(before, reverse=True) and before[0] > 0.25
+
+
+def test_search_beats_the_policy_it_plays_out() -> None:
+    """Against ``greedy`` (its own playout policy) at 2 players, rotated seats: the search
+    must win clearly more than half (Wilson lower bound above 50%)."""
+    from evaluation.stats import wilson
+
+    config = Config(players=2, threshold=10)
+    records = play_deals([make("search:48"), make("greedy")], config, 40, seed=2024)
+    wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
+    low, _ = wilson(wins, len(records))
+    assert low > 0.5, (wins, len(records))

@@ -1,0 +1,500 @@
+"use strict";
+// The page of odin-lab's web app: a game against the lab's agents, and the replay viewer.
+// Everything shown comes from the server. During play the server sends only what the person's
+// seat may see, so this page never holds another seat's hidden cards. A move is sent only when
+// the selection is exactly one of the legal actions the server listed.
+
+const $ = (id) => document.getElementById(id);
+const COLOURS = { R: "red", Y: "yellow", G: "green", B: "blue", P: "purple", O: "orange" };
+const ORDER = "RYGBPO";
+const ME = 0; // the person's seat (webapp.sessions.HUMAN)
+
+const state = {
+  agents: null, game: null, view: null, final: null, record: null,
+  selected: new Set(), queue: [], busy: false, replay: null, frame: 0,
+};
+window.odin = state; // for the browser test and the console
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+const cardKey = (names) => [...names].sort().join(" ");
+
+async function api(method, path, body) {
+  const options = { method, headers: {} };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `the server answered ${response.status}`);
+  return data;
+}
+
+function screen(id) {
+  for (const name of ["setup", "play", "replays"]) $(name).hidden = name !== id;
+}
+
+// -- cards ---------------------------------------------------------------------------------
+
+function card(name, extra) {
+  const tile = el("span", `card c-${name[0]}${extra ? " " + extra : ""}`);
+  tile.dataset.card = name;
+  tile.title = `${COLOURS[name[0]]} ${name.slice(1)}`;
+  tile.append(el("b", "", name.slice(1)), el("i", "", name[0]));
+  return tile;
+}
+
+function cardRow(names, extra) {
+  const row = el("span", "cards");
+  for (const name of names) row.append(card(name, extra));
+  return row;
+}
+
+function backs(count) {
+  const row = el("span", "backs");
+  for (let i = 0; i < count; i++) row.append(el("span", "back"));
+  return row;
+}
+
+function sorted(names, by) {
+  const key = (n) => by === "value"
+    ? Number(n.slice(1)) * 10 + ORDER.indexOf(n[0])
+    : ORDER.indexOf(n[0]) * 10 + Number(n.slice(1));
+  return [...names].sort((a, b) => key(a) - key(b));
+}
+
+// -- drawing a table (play and replay) -----------------------------------------------------
+
+function seatPanel(view, seat, showHand) {
+  const s = view.seats[seat];
+  const panel = el("div", "seat");
+  panel.dataset.seat = seat;
+  if (view.phase !== "over" && view.current === seat) panel.classList.add("current");
+  if (view.table && view.table.owner === seat) panel.classList.add("owner");
+  if (view.winners.includes(seat)) panel.classList.add("winner");
+  const head = el("div", "seat-head");
+  head.append(el("strong", "", s.name), el("span", "total", `total ${s.total}`));
+  panel.append(head);
+  if (view.table && view.table.owner === seat) panel.append(el("div", "tag", "played the table's combo"));
+  if (showHand && s.hand !== null) {
+    panel.append(cardRow(sorted(s.hand, $("sort").value), "small"));
+  } else {
+    const row = el("div", "count");
+    row.append(backs(s.hand_size), el("span", "muted", `${s.hand_size} card${s.hand_size === 1 ? "" : "s"}`));
+    panel.append(row);
+  }
+  if (s.known.length && !(showHand && s.hand !== null)) {
+    const known = el("div", "known", "holds ");
+    known.append(cardRow(s.known, "small"));
+    panel.append(known);
+  }
+  return panel;
+}
+
+function tableZone(view, takeClickable) {
+  const zone = el("div");
+  const names = view.seats.map((s) => s.name);
+  if (view.phase === "over") {
+    zone.append(el("div", "label", "The game is over"));
+  } else if (view.table) {
+    zone.append(el("div", "label", `On the table: ${view.table.number}, by ${names[view.table.owner]}`));
+    zone.append(cardRow(view.table.cards, "big"));
+  } else {
+    zone.append(el("div", "label", `${names[view.current]} to lead a new trick`));
+    zone.append(el("div", "empty-table"));
+  }
+  if (view.take_from.length) {
+    const take = el("div", "take");
+    const taker = view.current === view.viewer && names[view.current] === "You"
+      ? "You beat it: take one card of" : `${names[view.current]} beat it and takes one of`;
+    take.append(el("div", "label", taker));
+    take.append(cardRow(view.take_from, takeClickable ? "big pickable" : "big"));
+    zone.append(take);
+  }
+  const discard = el("div", "discard");
+  discard.append(el("span", "label", `Discard (${view.discard.length})`));
+  discard.append(cardRow(view.discard, "tiny"));
+  zone.append(discard);
+  return zone;
+}
+
+function scoreTable(table, view) {
+  table.replaceChildren();
+  const head = el("tr");
+  head.append(el("th", "", "Hand"));
+  view.seats.forEach((s) => {
+    const [agent, seat] = s.name.split(" (");
+    const cell = el("th", "", agent);
+    if (seat) cell.append(el("small", "", ` ${seat.replace(")", "")}`));
+    head.append(cell);
+  });
+  table.append(head);
+  view.history.forEach((penalties, h) => {
+    const row = el("tr");
+    row.append(el("td", "", String(h + 1)));
+    penalties.forEach((p) => row.append(el("td", "", String(p))));
+    table.append(row);
+  });
+  const low = Math.min(...view.seats.map((s) => s.total));
+  const total = el("tr", "totals");
+  total.append(el("td", "", "Total"));
+  view.seats.forEach((s) => total.append(el("td", s.total === low ? "low" : "", String(s.total))));
+  table.append(total);
+}
+
+// -- a new game ----------------------------------------------------------------------------
+
+async function setup() {
+  state.agents = await api("GET", "/api/agents");
+  const players = $("players");
+  for (const n of state.agents.players) players.append(new Option(`${n} players`, n));
+  players.value = "4";
+  players.onchange = drawOpponents;
+  $("threshold").value = state.agents.threshold;
+  $("threshold").max = state.agents.max_threshold;
+  const notes = Object.entries(state.agents.notes).map(([a, text]) => `${a}: ${text}`);
+  $("agent-note").textContent = notes.join(" · ");
+  drawOpponents();
+}
+
+function drawOpponents() {
+  const box = $("opponents");
+  const before = [...box.querySelectorAll("select")].map((s) => s.value);
+  box.replaceChildren();
+  for (let seat = 1; seat < Number($("players").value); seat++) {
+    const select = el("select");
+    select.id = `opponent-${seat}`;
+    for (const name of state.agents.agents) select.append(new Option(name, name));
+    select.value = before[seat - 1] || "ppo";
+    const label = el("label", "", `Seat ${seat} `);
+    label.append(select);
+    box.append(label);
+  }
+}
+
+async function startGame(event) {
+  event.preventDefault();
+  $("setup-error").textContent = "";
+  const players = Number($("players").value);
+  const body = { players, threshold: Number($("threshold").value), opponents: [] };
+  for (let seat = 1; seat < players; seat++) body.opponents.push($(`opponent-${seat}`).value);
+  if ($("seed").value !== "") body.seed = Number($("seed").value);
+  Object.assign(state, { game: null, view: null }); // the previous game's view is gone
+  try {
+    begin(await api("POST", "/api/games", body), []);
+  } catch (error) {
+    $("setup-error").textContent = error.message;
+  }
+}
+
+function begin(data, log) {
+  Object.assign(state, { game: data.game_id, view: null, record: null, queue: [] });
+  state.selected.clear();
+  $("log").replaceChildren();
+  for (const text of log) addLog({ text, seat: -1 });
+  $("over").hidden = true;
+  $("announce").replaceChildren();
+  $("play-error").textContent = "";
+  $("threshold-note").textContent = `to ${data.view.threshold}`;
+  history.replaceState(null, "", `#play/${data.game_id}`);
+  screen("play");
+  receive(data);
+}
+
+// -- playing: events one at a time, then the person's turn ---------------------------------
+
+function receive(data) {
+  state.queue.push(...data.events);
+  state.final = data;
+  if (!state.busy) playback();
+}
+
+async function playback() {
+  state.busy = true;
+  drawControls();
+  while (state.queue.length) {
+    const event = state.queue.shift();
+    state.view = event.view;
+    state.view.legal = [];
+    draw();
+    announce(event);
+    addLog(event);
+    const pause = Number($("speed").value) * (event.hand_end ? 2.5 : event.seat === ME ? 0.4 : 1);
+    if (pause) await sleep(pause);
+  }
+  const data = state.final;
+  state.busy = false;
+  state.view = data.view;
+  state.record = data.record;
+  draw();
+  if (data.over) gameOver(data);
+}
+
+function announce(event) {
+  const box = $("announce");
+  box.replaceChildren(el("div", "last", event.text));
+  if (event.hand_end) {
+    const names = event.view.seats.map((s) => s.name);
+    const end = el("div", "hand-end");
+    end.append(el("strong", "", `Hand ${event.hand_end.hand} is over`));
+    const list = el("ul");
+    event.hand_end.penalties.forEach((p, s) => {
+      list.append(el("li", "", `${names[s]}: +${p} (total ${event.hand_end.totals[s]})`));
+    });
+    end.append(list);
+    box.append(end);
+  }
+}
+
+function addLog(event) {
+  const item = el("li", event.seat === ME ? "mine" : "", event.text);
+  if (event.hand_end) {
+    item.classList.add("hand-end");
+    item.textContent += ` · penalties ${event.hand_end.penalties.join(" / ")}`;
+  }
+  $("log").append(item);
+  item.scrollIntoView({ block: "nearest" });
+}
+
+function myTurn() {
+  const v = state.view;
+  return Boolean(v && !state.busy && v.phase !== "over" && v.current === ME && v.legal.length);
+}
+
+function selectedAction() {
+  if (!myTurn() || !state.selected.size) return null;
+  const key = cardKey(state.selected);
+  return state.view.legal.find((a) => a.kind !== "pass" && cardKey(a.cards) === key) || null;
+}
+
+function draw() {
+  const v = state.view;
+  if (!v) return;
+  const names = v.seats.map((s) => s.name);
+  let status = `Hand ${v.hand_number} · threshold ${v.threshold} · `;
+  if (v.phase === "over") status += "game over";
+  else if (v.current !== ME) status += `${names[v.current]} to play`;
+  else status += { lead: "your lead", follow: "your turn: beat the table or pass", take: "take a card" }[v.phase];
+  $("status").textContent = status;
+  const seats = $("seats");
+  seats.replaceChildren();
+  for (let s = 0; s < v.players; s++) if (s !== ME) seats.append(seatPanel(v, s, false));
+  const zone = $("table-zone");
+  zone.replaceChildren(tableZone(v, myTurn() && v.phase === "take"));
+  zone.querySelectorAll(".pickable").forEach((tile) => (tile.onclick = () => pick(tile.dataset.card, true)));
+  drawMe();
+  drawControls();
+  scoreTable($("scores"), v);
+}
+
+function drawMe() {
+  const v = state.view;
+  const mine = v.seats[ME];
+  const box = $("me");
+  box.replaceChildren();
+  box.classList.toggle("current", v.phase !== "over" && v.current === ME);
+  const head = el("div", "seat-head");
+  head.append(el("strong", "", "Your hand"), el("span", "total", `total ${mine.total}`));
+  box.append(head);
+  const playable = new Set();
+  if (myTurn()) for (const a of v.legal) if (a.kind === "play") a.cards.forEach((c) => playable.add(c));
+  const row = el("div", "cards hand");
+  for (const name of sorted(mine.hand, $("sort").value)) {
+    let extra = "";
+    if (myTurn() && v.phase !== "take") extra = playable.has(name) ? "playable" : "dim";
+    if (state.selected.has(name)) extra += " selected";
+    const tile = card(name, extra);
+    tile.onclick = () => pick(name, false);
+    row.append(tile);
+  }
+  box.append(row);
+}
+
+function pick(name, fromTake) {
+  if (!myTurn() || fromTake !== (state.view.phase === "take")) return;
+  if (fromTake) state.selected.clear();
+  if (state.selected.has(name)) state.selected.delete(name);
+  else state.selected.add(name);
+  $("play-error").textContent = "";
+  draw();
+}
+
+function drawControls() {
+  const action = selectedAction();
+  const turn = myTurn();
+  const v = state.view;
+  const submit = $("submit");
+  submit.disabled = !action;
+  submit.textContent = action ? `${action.kind === "take" ? "Take" : "Play"} ${action.cards.join(" ")}` : "Play";
+  $("pass").disabled = !(turn && v.legal.some((a) => a.kind === "pass"));
+  $("clear").disabled = !state.selected.size;
+  let hint = "";
+  if (state.busy) hint = "The others are playing…";
+  else if (turn && state.selected.size && !action) hint = "Not a legal move: pick cards that make one of the highlighted plays.";
+  else if (turn && v.phase === "lead") hint = "Lead one card, or your whole hand if it is one combo.";
+  else if (turn && v.phase === "follow") hint = "Beat the table: as many cards with a higher number, or exactly one card more. Or pass.";
+  else if (turn && v.phase === "take") hint = "You beat it: click the card of the beaten combo you want to keep.";
+  $("hint").textContent = hint;
+  $("hint").classList.toggle("warn", Boolean(turn && state.selected.size && !action));
+}
+
+async function send(action) {
+  if (!action || !myTurn()) return;
+  state.busy = true;
+  drawControls();
+  try {
+    const data = await api("POST", `/api/games/${state.game}/move`, { action: action.action, turn: state.view.turn });
+    state.selected.clear();
+    state.busy = false;
+    receive(data);
+  } catch (error) {
+    state.busy = false;
+    $("play-error").textContent = error.message;
+    draw();
+  }
+}
+
+function gameOver(data) {
+  const v = data.view;
+  const names = v.seats.map((s) => s.name);
+  let title = v.winners.map((s) => names[s]).join(" and ") + (v.winners.length > 1 ? " share the win" : " wins");
+  if (v.winners.length === 1 && v.winners[0] === ME) title = "You win!";
+  $("over-title").textContent = `Game over: ${title}`;
+  scoreTable($("over-scores"), v);
+  $("over-saved").textContent = data.record ? `Saved as ${data.record.file}` : data.save_error || "";
+  $("watch").disabled = !data.record;
+  $("over").hidden = false;
+}
+
+// -- the replay viewer ---------------------------------------------------------------------
+
+async function listRecords(select) {
+  $("rec-error").textContent = "";
+  const data = await api("GET", "/api/records");
+  const files = $("rec-file");
+  files.replaceChildren();
+  for (const f of data.files) {
+    const label = f.error ? `${f.file} (cannot replay)` : `${f.file} · ${f.games} game${f.games === 1 ? "" : "s"} · ${f.specs.join(", ")}`;
+    const option = new Option(label, f.file);
+    option.disabled = Boolean(f.error);
+    option.title = f.error || "";
+    files.append(option);
+  }
+  if (select) files.value = select;
+  if (!data.files.length) $("rec-error").textContent = "No records files yet: finish a game, or start the server with --records DIR.";
+}
+
+async function openReplay(file, game, seat, frame) {
+  try {
+    const query = new URLSearchParams({ file, game, seat });
+    const data = await api("GET", `/api/replay?${query}`);
+    state.replay = data;
+    const seats = $("rec-seat");
+    seats.replaceChildren(new Option("all hands open", "all"));
+    data.names.forEach((name, s) => seats.append(new Option(`as ${name}`, String(s))));
+    seats.value = seat;
+    $("rec-game").value = game;
+    $("rec-game").max = data.games - 1;
+    $("rp-slider").max = data.frames.length - 1;
+    $("rec-error").textContent = "";
+    $("replay").hidden = false;
+    showFrame(frame || 0);
+  } catch (error) {
+    $("rec-error").textContent = error.message;
+  }
+}
+
+function showFrame(k) {
+  const r = state.replay;
+  if (!r) return;
+  const last = r.frames.length - 1;
+  state.frame = Math.max(0, Math.min(last, k));
+  const { view, event } = r.frames[state.frame];
+  $("rp-status").textContent = `Hand ${view.hand_number} · threshold ${view.threshold} · ${r.file} game ${r.game}`;
+  let caption = event ? event.text : "The deal";
+  if (event && event.hand_end) {
+    const names = view.seats.map((seat) => seat.name);
+    caption += ` · penalties ${event.hand_end.penalties.map((p, seat) => `${names[seat]} +${p}`).join(", ")}`;
+  }
+  if (event && event.game_over) caption += " · Game over.";
+  $("rp-caption").textContent = caption;
+  const seats = $("rp-seats");
+  seats.replaceChildren();
+  for (let s = 0; s < view.players; s++) seats.append(seatPanel(view, s, true));
+  $("rp-table").replaceChildren(tableZone(view, false));
+  scoreTable($("rp-scores"), view);
+  $("rp-slider").value = state.frame;
+  $("rp-counter").textContent = `${state.frame} / ${last}`;
+  $("rp-first").disabled = $("rp-prev").disabled = state.frame === 0;
+  $("rp-next").disabled = $("rp-last").disabled = state.frame === last;
+}
+
+function showReplays(select) {
+  screen("replays");
+  history.replaceState(null, "", "#replays");
+  listRecords(select).catch((error) => ($("rec-error").textContent = error.message));
+}
+
+// -- wiring --------------------------------------------------------------------------------
+
+function wire() {
+  $("new-game").onsubmit = startGame;
+  $("nav-new").onclick = () => { screen("setup"); history.replaceState(null, "", "#"); };
+  $("nav-replays").onclick = () => showReplays();
+  $("submit").onclick = () => send(selectedAction());
+  $("pass").onclick = () => send(state.view.legal.find((a) => a.kind === "pass"));
+  $("clear").onclick = () => { state.selected.clear(); draw(); };
+  $("sort").onchange = () => { draw(); if (state.replay) showFrame(state.frame); };
+  $("again").onclick = () => { $("over").hidden = true; screen("setup"); };
+  $("watch").onclick = async () => {
+    $("over").hidden = true;
+    showReplays(state.record.file);
+    await openReplay(state.record.file, state.record.game, "all", 0);
+  };
+  $("rec-open").onclick = () => openReplay($("rec-file").value, Number($("rec-game").value), "all", 0);
+  $("rec-refresh").onclick = () => listRecords($("rec-file").value);
+  $("rec-seat").onchange = () => {
+    const r = state.replay;
+    if (r) openReplay(r.file, r.game, $("rec-seat").value, state.frame);
+  };
+  $("rp-first").onclick = () => showFrame(0);
+  $("rp-prev").onclick = () => showFrame(state.frame - 1);
+  $("rp-next").onclick = () => showFrame(state.frame + 1);
+  $("rp-last").onclick = () => showFrame(Infinity);
+  $("rp-slider").oninput = () => showFrame(Number($("rp-slider").value));
+  document.addEventListener("keydown", (event) => {
+    if ($("replays").hidden || !state.replay || event.target.matches("input, select")) return;
+    const step = { ArrowLeft: -1, ArrowRight: 1 }[event.key];
+    if (step) showFrame(state.frame + step);
+    if (event.key === "Home") showFrame(0);
+    if (event.key === "End") showFrame(Infinity);
+  });
+}
+
+async function main() {
+  wire();
+  try {
+    await setup();
+  } catch (error) {
+    $("setup-error").textContent = error.message;
+  }
+  const resume = location.hash.match(/^#play\/([\w-]+)$/);
+  if (resume) {
+    try {
+      const data = await api("GET", `/api/games/${resume[1]}`);
+      begin(data, data.log);
+    } catch (error) {
+      $("setup-error").textContent = error.message;
+    }
+  } else if (location.hash === "#replays") {
+    showReplays();
+  }
+}
+
+main();
