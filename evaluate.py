@@ -5,6 +5,7 @@
     python evaluate.py seating --agent greedy --players 2 3 4 5 6 --games 5000 \\
         --start-rule rotate winner
     python evaluate.py thresholds --agents planner greedy greedy greedy --thresholds 5 10 15 20 30
+    python evaluate.py leaderboard --agents search ppo planner shaper greedy random --players 4
     python evaluate.py showcase --out results/showcase      # what `make run` runs
     python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
     python evaluate.py watch --agents ppo planner greedy random --seed 0 [--out FILE]
@@ -35,13 +36,17 @@ SHARED = ("threshold", "colours", "episode", "reward")
 """The game settings (``Config`` fields) every study takes as flags, as declared there."""
 
 
-def _game_flags(p: argparse.ArgumentParser, players_many: bool = False) -> None:
+def _game_flags(
+    p: argparse.ArgumentParser,
+    players_many: bool = False,
+    players_help: str = "seats (2-6); default: one per agent",
+) -> None:
     if players_many:
         p.add_argument(
             "--players", type=int, nargs="+", default=[2, 3, 4, 5, 6], help="player counts"
         )
     else:
-        p.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
+        p.add_argument("--players", type=int, help=players_help)
     skip = {"players", "seed"} | ({"first_player"} if players_many else set())
     cli.add_fields(p, Config, skip=skip)
     p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
@@ -101,6 +106,23 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--games", type=int, default=2000, help="games per threshold")
     h.add_argument("--out", type=Path, default=Path("results/thresholds"))
     _game_flags(h)
+
+    b = sub.add_parser("leaderboard", help="rate many agents over every table of --players")
+    b.add_argument(
+        "--agents", nargs="+", required=True,
+        help="distinct agent specs, at least --players: every table of --players of them plays",
+    )  # fmt: skip
+    b.add_argument(
+        "--games", type=int, default=200,
+        help="games per table (rounded up to whole deals, each played from every seat)",
+    )  # fmt: skip
+    b.add_argument(
+        "--tables", type=int,
+        help="most tables: with more combinations of agents, a seeded balanced sample of this "
+        "many (default: evaluation.leaderboard.MAX_TABLES)",
+    )  # fmt: skip
+    b.add_argument("--out", type=Path, default=Path("results/leaderboard"))
+    _game_flags(b, players_help="seats per table (2-6); default: 4, or one per agent if fewer")
 
     w = sub.add_parser("showcase", help="the tournament and seat table that `make run` shows")
     w.add_argument("--out", type=Path, default=Path("results/showcase"))
@@ -255,6 +277,16 @@ def validate(args: argparse.Namespace) -> Config | None:
                 if t < 1:
                     raise ValueError(f"--thresholds must be positive integers; got {t}")
         return config
+    if args.command == "leaderboard":
+        from evaluation.leaderboard import check
+
+        default = min(Config().players, len(args.agents))  # Config's 4, or one per agent
+        players = args.players if args.players is not None else default
+        config = config_of(args, players)
+        check(args.agents, players, args.tables)
+        for spec in args.agents:
+            check_agent(spec)
+        return config
     if args.command == "seating":
         for n in args.players:
             for rule in args.first_player:
@@ -286,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             return cli.fail(prog, e)
 
     from evaluation import studies
+    from evaluation.leaderboard import LeaderboardInterrupted, leaderboard
     from evaluation.provenance import provenance
     from evaluation.tournament import TournamentInterrupted
 
@@ -302,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.agent, args.players, args.first_player, args.games, args.seed, args.out,
                 config, args.workers, progress, ray=args.ray,
             )  # fmt: skip
+        elif args.command == "leaderboard":
+            _, text = leaderboard(
+                args.agents, config, args.games, args.seed, args.out, args.workers, progress,
+                most=args.tables, ray=args.ray,
+            )  # fmt: skip
         elif args.command == "thresholds":
             _, text = studies.thresholds(
                 args.agents, args.thresholds, args.games, args.seed, args.out, config,
@@ -311,6 +349,19 @@ def main(argv: list[str] | None = None) -> int:
             text = studies.showcase(
                 args.out, args.workers, args.games, seed=args.seed, progress=progress, ray=args.ray
             )
+    except LeaderboardInterrupted as stop:
+        if not stop.written:
+            print(
+                f"\n{prog}: interrupted before a table finished; nothing written", file=sys.stderr
+            )
+            return 130
+        studies.write_json(args.out / "provenance.json", provenance(specs))
+        print(
+            f"\n{prog}: interrupted: the {stop.tables_done} tables finished (of "
+            f"{stop.tables_planned}) are in {args.out}/ (marked partial)",
+            file=sys.stderr,
+        )
+        return 130
     except TournamentInterrupted as stop:
         studies.write_json(args.out / "provenance.json", provenance(specs))
         print(

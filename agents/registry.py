@@ -2,9 +2,10 @@
 
 Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled model) or ``ppo:PATH`` (a model
-file); ``search`` (:class:`agents.search.SearchAgent`) or ``search:N`` (``N`` playouts per
-decision). Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every
-agent but ``search``; :func:`has_batch_form` says which.
+file); ``search`` (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per
+decision) or ``search:Nms`` (``N`` milliseconds per decision). Batched forms (one call for a
+whole batch of games, :mod:`agents.batch`) exist for every agent but ``search``;
+:func:`has_batch_form` says which.
 """
 
 from __future__ import annotations
@@ -35,12 +36,20 @@ def check_spec(spec: str) -> None:
     name, _, path = spec.partition(":")
     if name == "ppo" or (name in agent_names() and not path):
         return
-    if name == "search" and path.isdigit() and int(path) >= 1:
+    if name == "search" and _search_budget(path):
         return
     raise ValueError(
         f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
-        "search:N (N >= 1 playouts per decision)"
+        "search:N (N >= 1 playouts per decision), search:Nms (N >= 1 ms per decision)"
     )
+
+
+def _search_budget(text: str) -> dict[str, int] | None:
+    """The keyword of a ``search:`` budget (``"300"``: rollouts, ``"50ms"``: ms), else None."""
+    number, ms = (text[:-2], True) if text.endswith("ms") else (text, False)
+    if not number.isdigit() or int(number) < 1:
+        return None
+    return {"ms" if ms else "rollouts": int(number)}
 
 
 def make(spec: str, seed: int | None = None) -> Agent:
@@ -52,7 +61,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == "ppo":
         return PPOAgent.load(path or None, seed=seed)
     if name == "search":
-        return SearchAgent(seed, **({"rollouts": int(path)} if path else {}))
+        return SearchAgent(seed, **(_search_budget(path) if path else {}))
     return HEURISTICS[name](seed=seed)
 
 

@@ -9,17 +9,24 @@ At a decision with a real choice the player
    cards set aside (R2);
 3. plays every candidate action in every world on :class:`odin_env.batched.BatchedGames`
    (each world copied once per candidate, so the candidates are compared on the same layouts),
-   then the rest of the hand with a fast heuristic (``shaper``) in every seat;
+   then the rest of the hand with a fast heuristic in every seat (``planner`` in its numba form,
+   :mod:`agents.batched_planner`, about 100,000 decisions a second on one core);
 4. picks the candidate with the best mean outcome (ties: the lower action index).
 
 The outcome of one playout is the observer's win chance once the hand is scored: exact when the
 hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
-(:func:`win_chance`). The budget is ``rollouts`` playouts per decision, shared equally among
-the candidates (at least ``min_worlds`` worlds each). Everything random comes from the seed of
-``reset``: the same seed and observation give the same action.
+(:func:`win_chance`).
+
+The budget is ``rollouts`` playouts per decision, shared equally among the candidates (at least
+``min_worlds`` worlds each), or ``ms`` milliseconds per decision (worlds are added
+``min_worlds`` at a time until the time is spent; at least once). Everything random comes from
+the seed of ``reset``: with a rollout budget, the same seed and observation give the same action
+on any machine; a time budget depends on the machine's speed, so it does not.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -31,7 +38,7 @@ from odin_env.cards import cards_of, deck_bits
 from odin_env.observation import views
 from odin_env.rules import Config, Game
 
-ROLLOUTS = 512
+ROLLOUTS = 256
 """Default playouts per decision."""
 POLICY = "planner"
 """Default playout policy: a batched heuristic (``agents.batched_heuristics.BATCH_HEURISTICS``)."""
@@ -59,7 +66,9 @@ def win_chance(totals: np.ndarray, threshold: int) -> np.ndarray:
 
 
 class SearchAgent:
-    """Determinized search; see the module docstring. ``rollouts``: playouts per decision."""
+    """Determinized search; see the module docstring. ``rollouts``: playouts per decision;
+    ``ms``: a time budget per decision instead (``None``: use ``rollouts``); ``policy``: the
+    playout policy, a key of ``BATCH_HEURISTICS``."""
 
     name = "search"
 
@@ -69,10 +78,14 @@ class SearchAgent:
         rollouts: int = ROLLOUTS,
         min_worlds: int = MIN_WORLDS,
         policy: str = POLICY,
+        ms: float | None = None,
     ):
-        if isinstance(rollouts, bool) or not isinstance(rollouts, int) or rollouts < 1:
-            raise ValueError(f"rollouts must be an integer >= 1; got {rollouts!r}")
-        self.rollouts, self.min_worlds = rollouts, min_worlds
+        for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms <= 0):
+            raise ValueError(f"ms must be a number of milliseconds > 0 or None; got {ms!r}")
+        self.rollouts, self.min_worlds, self.ms = rollouts, min_worlds, ms
         self.rng = np.random.default_rng(seed)
         if policy not in BATCH_HEURISTICS:
             raise ValueError(f"policy must be one of {', '.join(BATCH_HEURISTICS)}; got {policy!r}")
@@ -90,18 +103,27 @@ class SearchAgent:
             raise ValueError("no legal action in the mask: this agent is not the one to act")
         if candidates.size == 1:
             return int(candidates[0])
+        start = time.perf_counter()
         game, config, unseen, needs = _position(observation, action_mask)
-        worlds = max(self.min_worlds, self.rollouts // candidates.size)
-        hands = _sample_hands(game, unseen, needs, worlds, self.rng)
-        scores = self._playouts(game, config, hands, candidates)
+        if self.ms is None:
+            worlds = max(self.min_worlds, self.rollouts // candidates.size)
+            hands = _sample_hands(game, unseen, needs, worlds, self.rng)
+            scores = self._playouts(game, config, hands, candidates)
+        else:
+            scores = np.zeros(candidates.size)
+            while True:
+                hands = _sample_hands(game, unseen, needs, self.min_worlds, self.rng)
+                scores += self._playouts(game, config, hands, candidates)
+                if (time.perf_counter() - start) * 1000.0 >= self.ms:
+                    break
         return int(candidates[int(np.argmax(scores))])
 
     def _engine(self, config: Config, batch: int) -> BatchedGames:
         key = (config, batch)
         engine = self._engines.get(key)
         if engine is None:
-            if len(self._engines) >= 8:
-                self._engines.clear()
+            if len(self._engines) >= 32:  # batch sizes vary with the number of candidates
+                self._engines.pop(next(iter(self._engines)))
             engine = self._engines[key] = BatchedGames(config, batch, seed=0)
         return engine
 

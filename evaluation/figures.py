@@ -242,8 +242,66 @@ def thresholds_figure(summary: dict) -> Figure:
     return fig
 
 
+def leaderboard_figure(summary: dict) -> Figure:
+    """A leaderboard (:mod:`evaluation.leaderboard`): one row per agent in the table's order
+    (rating, best on top); left, the OpenSkill rating mu with its interval; right, the win share
+    against the field in % with its 95% Wilson interval (dashed: the fair share 1/n). Every
+    whisker is drawn from the interval's own bounds. An agent with no games yet (a partial
+    leaderboard) keeps its row, marked "no games", with no point."""
+    agents = sorted(summary["agents"], key=lambda a: a["rank"])
+    n = summary["config"]["players"]
+    rows = list(range(len(agents)))
+    played = [a for a in agents if a["games"]]
+    ys = [y for y, a in zip(rows, agents) if a["games"]]
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH, 1.2 + 0.3 * len(agents)), layout="constrained")
+        left, right = fig.subplots(1, 2, sharey=True)
+        mus, err = interval(played, "mu", "rating_low", "rating_high", 1.0)
+        left.errorbar(mus, ys, xerr=err, fmt="o", color=COLOURS[0], ms=4, zorder=3)
+        for y, a in zip(rows, agents):
+            if not a["games"]:
+                left.text(
+                    0.02, y, "no games", transform=left.get_yaxis_transform(), va="center",
+                    color=FAIR["color"], fontsize=8,
+                )  # fmt: skip
+        left.set_xlabel(
+            "OpenSkill rating $\\mu$ (Plackett-Luce);\n"
+            "whiskers: [$\\mu - 1.96\\sigma$, $\\mu + 1.96\\sigma$]"
+        )
+        left.set_ylabel("agent, by rating")
+        shares, err = interval(played, "win_share", "ci_low", "ci_high")
+        right.errorbar(
+            shares, ys, xerr=err, fmt="o", color=COLOURS[1], ms=4, zorder=3, clip_on=False
+        )
+        right.axvline(100 / n, **FAIR)
+        above = transforms.blended_transform_factory(right.transData, right.transAxes)
+        right.text(
+            100 / n, 1.01, f"fair share 1/{n}", transform=above, ha="center", va="bottom",
+            color=FAIR["color"], fontsize=8,
+        )  # fmt: skip
+        top = max(100 * a["ci_high"] for a in played)
+        right.set_xlim(0, min(100.0, 10 * math.ceil(max(top, 100 / n) * 1.1 / 10)))
+        right.set_xlabel("win share against the field, % (ties shared);\nwhiskers: 95% Wilson")
+        left.set_yticks(rows, [a["agent"] for a in agents])
+        left.invert_yaxis()  # the table's first row on top
+        for ax in (left, right):
+            ax.grid(axis="x", color="0.9", lw=0.6, zorder=0)
+            ax.set_ylim(len(agents) - 0.5, -0.5)
+        done, planned = len(summary["tables"]), summary["tables_planned"]
+        tables = f"{done} of {planned} tables" if done < planned else f"{done} tables"
+        partial = " played, partial" if done < planned else ""
+        fig.suptitle(
+            f"Leaderboard: {len(agents)} agents, {tables} of {n}{partial} "
+            f"({summary['selection']}),\n{summary['games_per_table']} games per table, every deal "
+            f"from every seat; threshold {summary['config']['threshold']}; 95% intervals",
+            fontsize=9,
+        )
+    return fig
+
+
 __all__ = [
     "interval",
+    "leaderboard_figure",
     "save_figure",
     "seating_figure",
     "seating_offsets",

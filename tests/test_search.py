@@ -146,3 +146,24 @@ def test_search_beats_the_policy_it_plays_out() -> None:
     wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
     low, _ = wilson(wins, len(records))
     assert low > 0.5, (wins, len(records))
+
+
+def test_budgets_by_spec_and_a_time_budget_that_stops() -> None:
+    from agents.registry import check_spec
+
+    assert make("search").rollouts == 256 and make("search:64").rollouts == 64
+    timed = make("search:5ms")
+    assert timed.ms == 5
+    for bad in ("search:0", "search:ms", "search:-3", "search:5s", "search:x"):
+        with pytest.raises(ValueError, match="search:N .*search:Nms"):
+            check_spec(bad)
+    for kwargs in ({"rollouts": 0}, {"ms": 0}, {"ms": "5"}, {"policy": "search"}):
+        with pytest.raises(ValueError, match="must be"):
+            SearchAgent(**kwargs)
+    game = _midgame(Config(players=4), 9, steps=12)
+    obs, mask = observe(game, game.current), game.legal_mask()
+    import time
+
+    start = time.perf_counter()
+    assert mask[timed.act(obs, mask)] == 1
+    assert time.perf_counter() - start < 2.0  # one round at least, then it stops

@@ -1,0 +1,142 @@
+"""The search player's strength against its decision time: rotated-seat tournaments of
+``search:N`` (or ``search:Nms``) against ``players - 1`` copies of an opponent, one per budget.
+
+Prints, per budget, the win share with its 95% Wilson interval, the mean penalty per hand and
+the median and 90th-percentile time of a search decision (forced decisions excluded), and
+writes them to ``--out`` as CSV with a plot of win share against median decision time.
+
+    python benchmarks/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
+
+Each deal is played from every seat; deals are shared among ``--workers`` processes, and the
+games do not depend on the worker count (each game seeds the agents from the deal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from agents.registry import check_spec, make
+from evaluation.stats import wilson
+from evaluation.tournament import play_deals
+from odin_env.rules import Config
+
+
+class _Timed:
+    """An agent whose decisions with two legal actions or more are timed."""
+
+    def __init__(self, agent):
+        self.agent, self.name, self.times = agent, agent.name, []
+
+    def reset(self, seat: int, seed: int | None = None) -> None:
+        self.agent.reset(seat, seed)
+
+    def act(self, observation, mask) -> int:
+        start = time.perf_counter()
+        action = self.agent.act(observation, mask)
+        if np.count_nonzero(mask) > 1:
+            self.times.append(time.perf_counter() - start)
+        return action
+
+
+def _part(args: tuple) -> tuple[list, list[float]]:
+    spec, opponent, players, threshold, deals, seed = args
+    searcher = _Timed(make(spec))
+    table = [searcher] + [make(opponent) for _ in range(players - 1)]
+    records = play_deals(table, Config(players=players, threshold=threshold), deals, seed=seed)
+    return records, searcher.times
+
+
+def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
+            workers: int) -> dict:  # fmt: skip
+    """One budget's tournament: win share (ties shared), interval, penalty and timings."""
+    size = -(-deals // workers)
+    parts = [range(lo, min(lo + size, deals)) for lo in range(0, deals, size)]
+    jobs = [(spec, opponent, players, threshold, part, seed) for part in parts]
+    with ProcessPoolExecutor(workers) as pool:
+        results = list(pool.map(_part, jobs))
+    records = [r for part, _ in results for r in part]
+    times = np.array([t for _, part in results for t in part]) * 1000.0
+    wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
+    low, high = wilson(wins, len(records))
+    hands = sum(len(r.hands) for r in records)
+    penalty = sum(h[r.agents.index(0)] for r in records for h in r.hands) / hands
+    return {
+        "agent": spec, "opponent": opponent, "players": players, "games": len(records),
+        "win_share": wins / len(records), "ci_low": low, "ci_high": high,
+        "penalty_per_hand": penalty, "median_ms": float(np.median(times)),
+        "p90_ms": float(np.percentile(times, 90)), "decisions": int(times.size),
+    }  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--budgets", nargs="+", default=["16", "64", "256"],
+                   help="playouts per decision (N) or milliseconds (Nms)")  # fmt: skip
+    p.add_argument("--opponent", default="planner")
+    p.add_argument("--players", type=int, default=4)
+    p.add_argument("--threshold", type=int, default=15)
+    p.add_argument("--deals", type=int, default=100, help="deals per budget (x players games)")
+    p.add_argument("--seed", type=int, default=20261201)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--out", type=Path, default=Path("results/search_strength"))
+    args = p.parse_args()
+    for spec in [f"search:{b}" for b in args.budgets] + [args.opponent]:
+        try:
+            check_spec(spec)
+        except ValueError as error:
+            p.error(str(error))
+    rows = []
+    print(
+        f"search vs {args.players - 1} x {args.opponent}, {args.players} players, threshold "
+        f"{args.threshold}, {args.deals} deals x {args.players} seats, seed {args.seed}"
+    )
+    for budget in args.budgets:
+        row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
+                      args.deals, args.seed, args.workers)  # fmt: skip
+        rows.append(row)
+        print(
+            f"search:{budget:<7} {100 * row['win_share']:5.1f}% [{100 * row['ci_low']:.1f}, "
+            f"{100 * row['ci_high']:.1f}] over {row['games']} games; "
+            f"{row['penalty_per_hand']:.2f} cards/hand; decision {row['median_ms']:.1f} ms "
+            f"median, {row['p90_ms']:.1f} ms p90",
+            flush=True,
+        )
+    _write(rows, args)
+
+
+def _write(rows: list[dict], args: argparse.Namespace) -> None:
+    import csv
+
+    from matplotlib.figure import Figure
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "search_strength.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    fig = Figure(figsize=(5.5, 3.6))
+    ax = fig.subplots()
+    x = [r["median_ms"] for r in rows]
+    y = [100 * r["win_share"] for r in rows]
+    err = [[100 * (r["win_share"] - r["ci_low"]) for r in rows],
+           [100 * (r["ci_high"] - r["win_share"]) for r in rows]]  # fmt: skip
+    ax.errorbar(x, y, yerr=err, marker="o", capsize=4, color="tab:blue", label="search")
+    for r, xi, yi in zip(rows, x, y):
+        ax.annotate(r["agent"].split(":")[1], (xi, yi), textcoords="offset points", xytext=(6, -10))
+    ax.axhline(100 / args.players, ls="--", color="grey", label="equal share")
+    ax.set_xscale("log")
+    ax.set_xlabel("median time of a search decision (ms, one core)")
+    ax.set_ylabel(f"win share vs {args.players - 1} x {args.opponent} (%)")
+    ax.set_title(f"{args.players} players, rotated seats, 95% Wilson intervals", fontsize=10)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(args.out / "search_strength.png", dpi=150)
+
+
+if __name__ == "__main__":
+    main()
