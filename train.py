@@ -6,6 +6,7 @@
     python train.py --name soup --average runs/a/best.safetensors runs/b/best.safetensors
     python train.py --import-sb3-zip old.zip --name old   # trusted files only: it unpickles
     python train.py --name self1 --opponents learner --total-steps 5000000
+    python train.py --name big --ray HOST:6379 --actors 15   # rollouts on a Ray cluster
     tensorboard --logdir runs
 
 Every flag is a field of ``odin_env.rules.Config`` (the game) or ``training.TrainConfig`` (the
