@@ -96,9 +96,9 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
     # The random agents draw differently on the two engines, which tells which one played.
     assert auto == play_tournament(randoms, config, 4, seed=1, engine="batched", progress=False)
     assert auto != play_tournament(randoms, config, 4, seed=1, engine="single", progress=False)
-    mixed = ["shaper", "random", "random"]
-    assert play_tournament(mixed, config, 3, seed=1, progress=False) == play_tournament(
-        mixed, config, 3, seed=1, engine="single", progress=False
+    mixed = ["search:4", "random", "random"]  # search has no batched form
+    assert play_tournament(mixed, config, 1, seed=1, progress=False) == play_tournament(
+        mixed, config, 1, seed=1, engine="single", progress=False
     )
     table = [ObsHash(0), BatchRandomAgent(seed=0), ObsHash(1)]
     assert play_deals(table, config, 2, seed=1) == play_deals(table, config, 2, 1, engine="batched")
@@ -106,8 +106,8 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
 
 def test_bad_engine_settings_are_refused_naming_the_problem():
     config = Config(players=3)
-    with pytest.raises(ValueError, match="none for shaper: use engine 'single'"):
-        play_tournament(["shaper", "random", "random"], config, 2, engine="batched")
+    with pytest.raises(ValueError, match="none for search: use engine 'single'"):
+        play_tournament(["search", "random", "random"], config, 2, engine="batched")
     with pytest.raises(ValueError, match="engine must be one of auto, single, batched"):
         play_tournament(["random"] * 3, config, 2, engine="fast")
     with pytest.raises(ValueError, match="batch must be an integer >= 1"):
