@@ -1,10 +1,11 @@
 """The studies behind ``evaluate.py``: a tournament, the seating study, the thresholds study, and
 the showcase that ``make run`` runs. Each one plays games (:mod:`evaluation.tournament`), summarises
-them (:mod:`evaluation.stats`), writes JSON, CSV and one PNG figure under its output folder
-(atomically: a temp file, then ``os.replace``) and returns its summary and a readable table.
+them (:mod:`evaluation.stats`), writes JSON, CSV and one figure (:mod:`evaluation.figures`, as
+PNG and PDF) under its output folder (atomically: a temp file, then ``os.replace``) and returns
+its summary and a readable table.
 
 Nothing written depends on the time or the number of workers, so a seeded study writes the same
-JSON and CSV bytes every time.
+JSON, CSV and figure bytes every time.
 """
 
 from __future__ import annotations

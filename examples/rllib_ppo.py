@@ -1,7 +1,7 @@
 """RLlib: PettingZooEnv and its action-masking RLModule, one PPO policy shared by every seat,
 trained briefly by self-play, then its win rate against random.
 
-    .venv-rllib/bin/python examples/rllib_ppo.py            # a few minutes
+    .venv-rllib/bin/python examples/rllib_ppo.py            # 16 min on 2 busy cores (50,000 steps)
     .venv-rllib/bin/python examples/rllib_ppo.py --smoke    # under a minute (Ray's start-up)
 
 RLlib 2.60 pins gymnasium 1.2.2, so it lives in its own environment (``make .venv-rllib``).
