@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from agents.batch import check_batch
-from agents.batched_shaper import _BITS, _NUMBER, _cover, _joins, _popcount
+from agents.batched_shaper import KernelAgent, _cover, _joins, _popcount
 from agents.heuristics import _OUT, _PAIR_CHANCE, Planner
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.observation import LAYOUT
@@ -294,24 +293,11 @@ def planner_kernel(obs, mask, bits, number, out):
         out[i] = choice
 
 
-class BatchPlannerAgent:
-    """``planner`` for a whole batch; deterministic, ``seed`` is accepted for the common
-    signature."""
+class BatchPlannerAgent(KernelAgent):
+    """``planner`` for a whole batch (:func:`planner_kernel`)."""
 
     name = "planner"
-
-    def __init__(self, seed: int | None = None):
-        self.seed = seed
-
-    def reset(self, seat: int = 0, seed: int | None = None) -> None:
-        """Nothing to reset: planner keeps no state and draws nothing."""
-
-    def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Planner's action for each row -> int64 ``(B,)`` (a fresh array)."""
-        check_batch(obs, mask)
-        out = np.empty(obs.shape[0], dtype=np.int64)
-        planner_kernel(obs, mask, _BITS, _NUMBER, out)
-        return out
+    kernel = planner_kernel
 
 
 __all__ = ["BatchPlannerAgent", "planner_kernel"]

@@ -136,24 +136,32 @@ def shaper_kernel(obs, mask, bits, number, out):
         out[i] = whole if whole >= 0 else choice
 
 
-class BatchShaperAgent:
-    """``shaper`` for a whole batch; deterministic, ``seed`` is accepted for the common
-    signature."""
+class KernelAgent:
+    """A deterministic heuristic whose batched form is one numba ``kernel(obs, mask, bits,
+    number, out)``; ``seed`` is accepted for the common signature."""
 
-    name = "shaper"
+    name = "kernel"
+    kernel = None
 
     def __init__(self, seed: int | None = None):
         self.seed = seed
 
     def reset(self, seat: int = 0, seed: int | None = None) -> None:
-        """Nothing to reset: shaper keeps no state and draws nothing."""
+        """Nothing to reset: the heuristic keeps no state and draws nothing."""
 
     def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Shaper's action for each row -> int64 ``(B,)`` (a fresh array)."""
+        """The heuristic's action for each row -> int64 ``(B,)`` (a fresh array)."""
         check_batch(obs, mask)
         out = np.empty(obs.shape[0], dtype=np.int64)
-        shaper_kernel(obs, mask, _BITS, _NUMBER, out)
+        type(self).kernel(obs, mask, _BITS, _NUMBER, out)
         return out
 
 
-__all__ = ["BatchShaperAgent", "shaper_kernel"]
+class BatchShaperAgent(KernelAgent):
+    """``shaper`` for a whole batch (:func:`shaper_kernel`)."""
+
+    name = "shaper"
+    kernel = shaper_kernel
+
+
+__all__ = ["BatchShaperAgent", "KernelAgent", "shaper_kernel"]

@@ -9,6 +9,7 @@ of decision met are counted so that a thin sample cannot pass unnoticed.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from agents.batch import BatchRandomAgent, act_by_seat
 from agents.batched_planner import BatchPlannerAgent
@@ -28,27 +29,32 @@ _CONFIGS = [
 ]
 
 
-def test_batched_shaper_picks_shapers_action_at_every_engine_decision():
-    shaper, batched = Shaper(), BatchShaperAgent()
-    kinds = {"take": 0, "pass_only": 0, "lead": 0, "follow_play": 0, "whole_hand": 0}
+@pytest.mark.parametrize(
+    ("python", "batched"), [(Shaper, BatchShaperAgent), (Planner, BatchPlannerAgent)]
+)
+def test_the_numba_form_picks_the_heuristics_action_at_every_engine_decision(python, batched):
+    slow, fast = python(), batched()
+    kinds = {"take": 0, "pass": 0, "lead": 0, "follow_play": 0, "whole_hand": 0, "threat": 0}
     for j, (config, auto_forced) in enumerate(_CONFIGS):
         engine = BatchedGames(config, batch=16, seed=300 + j, auto_forced=auto_forced)
-        table = [batched, BatchRandomAgent(seed=j)]
+        table = [fast, BatchRandomAgent(seed=j)]
         seat_agent = np.array([s % 2 for s in range(config.players)])
         for _ in range(60):
-            got = batched.act_batch(engine.obs, engine.mask)
-            want = [shaper.act(engine.obs[i], engine.mask[i]) for i in range(engine.batch)]
+            got = fast.act_batch(engine.obs, engine.mask)
+            want = [slow.act(engine.obs[i], engine.mask[i]) for i in range(engine.batch)]
             np.testing.assert_array_equal(got, want)
             for i, action in enumerate(want):
                 seen = see(engine.obs[i], engine.mask[i])
                 if seen.takes:
                     kinds["take"] += 1
-                elif seen.plays.size == 0:
-                    kinds["pass_only"] += 1
+                    continue
+                if action == PASS:
+                    kinds["pass"] += 1
                 else:
                     kinds["follow_play" if seen.can_pass else "lead"] += 1
                     whole = COMBO_BITS[action] == seen.hand and seen.hand.bit_count() > 1
                     kinds["whole_hand"] += whole
+                kinds["threat"] += bool(Planner().threats(seen))
             engine.step(act_by_seat(table, engine.obs, engine.mask, seat_agent[engine.seat]))
     assert all(count > 20 for count in kinds.values()), kinds
 
@@ -61,27 +67,3 @@ def test_shaper_is_registered_and_plays_the_same_games_on_both_engines():
     slow = [Shaper(), Shaper(), Shaper(), Shaper()]
     single = play_deals(slow, config, 3, seed=5, engine="single")
     assert play_deals([agent] * 4, config, 3, seed=5, engine="batched", batch=4) == single
-
-
-def test_batched_planner_picks_planners_action_at_every_engine_decision():
-    planner, batched = Planner(), BatchPlannerAgent()
-    kinds = {"take": 0, "pass": 0, "lead": 0, "follow_play": 0, "threat": 0}
-    for j, (config, auto_forced) in enumerate(_CONFIGS):
-        engine = BatchedGames(config, batch=16, seed=500 + j, auto_forced=auto_forced)
-        table = [batched, BatchRandomAgent(seed=j)]
-        seat_agent = np.array([s % 2 for s in range(config.players)])
-        for _ in range(60):
-            got = batched.act_batch(engine.obs, engine.mask)
-            want = [planner.act(engine.obs[i], engine.mask[i]) for i in range(engine.batch)]
-            np.testing.assert_array_equal(got, want)
-            for i, action in enumerate(want):
-                seen = see(engine.obs[i], engine.mask[i])
-                if seen.takes:
-                    kinds["take"] += 1
-                elif action == PASS:
-                    kinds["pass"] += 1
-                else:
-                    kinds["follow_play" if seen.can_pass else "lead"] += 1
-                kinds["threat"] += bool(planner.threats(seen)) and not seen.takes
-            engine.step(act_by_seat(table, engine.obs, engine.mask, seat_agent[engine.seat]))
-    assert all(count > 20 for count in kinds.values()), kinds
