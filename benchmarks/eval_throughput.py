@@ -1,12 +1,15 @@
 """Evaluation speed: games per second of tournaments (4 players, threshold 15, rotated seats).
 
-    python benchmarks/eval_throughput.py [--games 400] [--batched-games 4000] [--seed 0] [--ray]
+    python benchmarks/eval_throughput.py [--games 400] [--batched-games 4000] [--planner-games 200]
+                                         [--seed 0] [--ray]
 
 Three lines: four ``greedy`` players on the single engine (one ``rules.Game`` at a time) with 1
 and 2 worker processes (the 2-worker figure includes the start-up of the worker processes); the
 same four ``greedy`` on the batched engine (``odin_env.batched``, up to 1,024 games at once, the
 vectorised ``BatchGreedyAgent``), one worker; four ``random`` players on the single and the
-batched engine, one worker each. The batched figure excludes the one-off loading of its compiled
+batched engine, one worker each; four ``planner`` players on the single engine (the Python
+heuristic) and on the batched engine (its numba form, ``agents.batched_planner``, which plays
+the same games). The batched figures exclude the one-off loading of its compiled
 kernels (done before the clock starts) and plays more games, so that its slots stay busy.
 ``--ray``: also the four ``greedy`` on the single engine as Ray tasks on a local Ray of 2 CPUs
 (its start-up and the workers' first chunk excluded).
@@ -40,6 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=400)
     parser.add_argument("--batched-games", type=int, default=4000)
+    parser.add_argument("--planner-games", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ray", action="store_true", help="also on a local Ray of 2 CPUs")
     args = parser.parse_args()
@@ -64,6 +68,12 @@ def main() -> None:
     print(f"random x4: single engine {single:.1f} games/s ({args.games} games), "
           f"batched engine {batched:.1f} games/s ({args.batched_games} games) "
           f"(x{batched / single:.1f})")  # fmt: skip
+    slow = games_per_second("planner", args.planner_games, args.seed)
+    games_per_second("planner", 4, args.seed, engine="batched")  # compiles the kernel
+    fast = games_per_second("planner", 10 * args.planner_games, args.seed, engine="batched")
+    print(f"planner x4: single engine {slow:.1f} games/s ({args.planner_games} games), "
+          f"batched engine {fast:.1f} games/s ({10 * args.planner_games} games) "
+          f"(x{fast / slow:.1f})")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -52,10 +52,12 @@ def _part(args: tuple) -> tuple[list, list[float]]:
 
 
 def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
-            workers: int) -> dict:  # fmt: skip
-    """One budget's tournament: win share (ties shared), interval, penalty and timings."""
+            workers: int, start: int = 0) -> dict:  # fmt: skip
+    """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
+    shared), interval, penalty and timings."""
     size = -(-deals // workers)
-    parts = [range(lo, min(lo + size, deals)) for lo in range(0, deals, size)]
+    stop = start + deals
+    parts = [range(lo, min(lo + size, stop)) for lo in range(start, stop, size)]
     jobs = [(spec, opponent, players, threshold, part, seed) for part in parts]
     with ProcessPoolExecutor(workers) as pool:
         results = list(pool.map(_part, jobs))
@@ -82,6 +84,7 @@ def main() -> None:
     p.add_argument("--threshold", type=int, default=15)
     p.add_argument("--deals", type=int, default=100, help="deals per budget (x players games)")
     p.add_argument("--seed", type=int, default=20261201)
+    p.add_argument("--start", type=int, default=0, help="first deal (to extend an earlier run)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("results/search_strength"))
     args = p.parse_args()
@@ -93,11 +96,12 @@ def main() -> None:
     rows = []
     print(
         f"search vs {args.players - 1} x {args.opponent}, {args.players} players, threshold "
-        f"{args.threshold}, {args.deals} deals x {args.players} seats, seed {args.seed}"
+        f"{args.threshold}, deals {args.start}-{args.start + args.deals - 1} x {args.players} "
+        f"seats, seed {args.seed}"
     )
     for budget in args.budgets:
         row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
-                      args.deals, args.seed, args.workers)  # fmt: skip
+                      args.deals, args.seed, args.workers, args.start)  # fmt: skip
         rows.append(row)
         print(
             f"search:{budget:<7} {100 * row['win_share']:5.1f}% [{100 * row['ci_low']:.1f}, "
