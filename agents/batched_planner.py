@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from agents.batched_shaper import KernelAgent, _cover, _joins, _popcount
+from agents.batched_shaper import KernelAgent, _cover, _joins, _plane, _popcount, _takes
 from agents.heuristics import _OUT, _PAIR_CHANCE, Planner
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.observation import LAYOUT
@@ -186,15 +186,6 @@ def _exposed(combo, size, number, t_slot, t_cards, t_chance, count, known, unsee
     return risk
 
 
-@njit(cache=True, inline="always")
-def _plane(obs, i, start):
-    bits = np.int64(0)
-    for c in range(NUM_CARDS):
-        if obs[i, start + c] > 0.5:
-            bits |= np.int64(1) << c
-    return bits
-
-
 @njit(cache=True)
 def planner_kernel(obs, mask, bits, number, out):
     """``Planner().act`` for each row of ``obs`` ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``
@@ -205,10 +196,7 @@ def planner_kernel(obs, mask, bits, number, out):
     t_chance = np.zeros(NUM_COLOURS, dtype=np.float64)
     for i in range(obs.shape[0]):
         hand = _plane(obs, i, _HAND)
-        takes = np.int64(0)
-        for c in range(NUM_CARDS):
-            if mask[i, TAKE + c]:
-                takes |= np.int64(1) << c
+        takes = _takes(mask, i)
         if takes:
             out[i] = TAKE + _after_take(hand, takes)[1]
             continue

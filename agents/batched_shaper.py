@@ -93,22 +93,33 @@ def _best_take(hand, takes):
     return best_cover, best_card
 
 
+@njit(cache=True, inline="always")
+def _plane(obs, i, start):
+    """The card set of a 54-entry plane of row ``i`` starting at ``start`` (``> 0.5``)."""
+    bits = np.int64(0)
+    for c in range(NUM_CARDS):
+        if obs[i, start + c] > 0.5:
+            bits |= np.int64(1) << c
+    return bits
+
+
+@njit(cache=True, inline="always")
+def _takes(mask, i):
+    """The card set of row ``i``'s legal takes."""
+    takes = np.int64(0)
+    for c in range(NUM_CARDS):
+        if mask[i, TAKE + c]:
+            takes |= np.int64(1) << c
+    return takes
+
+
 @njit(cache=True)
 def shaper_kernel(obs, mask, bits, number, out):
     """``Shaper().act`` for each row of ``obs`` ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``
     into ``out`` ``(B,)``."""
     for i in range(obs.shape[0]):
-        hand = np.int64(0)
-        table = np.int64(0)
-        for c in range(NUM_CARDS):
-            if obs[i, _HAND + c] > 0.5:
-                hand |= np.int64(1) << c
-            if obs[i, _TABLE + c] > 0.5:
-                table |= np.int64(1) << c
-        takes = np.int64(0)
-        for c in range(NUM_CARDS):
-            if mask[i, TAKE + c]:
-                takes |= np.int64(1) << c
+        hand, table = _plane(obs, i, _HAND), _plane(obs, i, _TABLE)
+        takes = _takes(mask, i)
         if takes:
             out[i] = TAKE + _best_take(hand, takes)[1]
             continue
