@@ -38,7 +38,7 @@ from odin_env.cards import cards_of, deck_bits
 from odin_env.observation import views
 from odin_env.rules import Config, Game
 
-ROLLOUTS = 256
+ROLLOUTS = 512
 """Default playouts per decision."""
 POLICY = "planner"
 """Default playout policy: a batched heuristic (``agents.batched_heuristics.BATCH_HEURISTICS``)."""

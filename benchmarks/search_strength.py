@@ -125,21 +125,31 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         writer.writerows(rows)
     fig = Figure(figsize=(5.5, 3.6))
     ax = fig.subplots()
-    x = [r["median_ms"] for r in rows]
+    # The budget is the x axis (it fixes the games); the decision time, wall-clock and so
+    # machine-dependent, labels each point.
+    x = [_budget(r["agent"]) for r in rows]
     y = [100 * r["win_share"] for r in rows]
     err = [[100 * (r["win_share"] - r["ci_low"]) for r in rows],
            [100 * (r["ci_high"] - r["win_share"]) for r in rows]]  # fmt: skip
     ax.errorbar(x, y, yerr=err, marker="o", capsize=4, color="tab:blue", label="search")
     for r, xi, yi in zip(rows, x, y):
-        ax.annotate(r["agent"].split(":")[1], (xi, yi), textcoords="offset points", xytext=(6, -10))
+        note = f"{r['median_ms']:.0f} ms, {int(r['games'])} games"
+        ax.annotate(note, (xi, yi), textcoords="offset points", xytext=(7, -4), fontsize=8)
     ax.axhline(100 / args.players, ls="--", color="grey", label="equal share")
-    ax.set_xscale("log")
-    ax.set_xlabel("median time of a search decision (ms, one core)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [f"{v:g}" for v in x])
+    ax.set_xlim(min(x) / 1.5, max(x) * 3)
+    ax.set_xlabel("playouts per decision (labels: median decision time, games played)")
     ax.set_ylabel(f"win share vs {args.players - 1} x {args.opponent} (%)")
     ax.set_title(f"{args.players} players, rotated seats, 95% Wilson intervals", fontsize=10)
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(args.out / "search_strength.png", dpi=150)
+
+
+def _budget(spec: str) -> float:
+    """The number of a ``search:N`` or ``search:Nms`` spec."""
+    return float(spec.split(":")[1].removesuffix("ms"))
 
 
 if __name__ == "__main__":

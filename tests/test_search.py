@@ -151,7 +151,7 @@ def test_search_beats_the_policy_it_plays_out() -> None:
 def test_budgets_by_spec_and_a_time_budget_that_stops() -> None:
     from agents.registry import check_spec
 
-    assert make("search").rollouts == 256 and make("search:64").rollouts == 64
+    assert make("search").rollouts == 512 and make("search:64").rollouts == 64
     timed = make("search:5ms")
     assert timed.ms == 5
     for bad in ("search:0", "search:ms", "search:-3", "search:5s", "search:x"):
