@@ -356,21 +356,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"\n{prog}: interrupted before a table finished; nothing written", file=sys.stderr
             )
             return 130
-        studies.write_json(args.out / "provenance.json", provenance(specs))
-        print(
-            f"\n{prog}: interrupted: the {stop.tables_done} tables finished (of "
-            f"{stop.tables_planned}) are in {args.out}/ (marked partial)",
-            file=sys.stderr,
-        )
-        return 130
+        kept = f"the {stop.tables_done} tables finished (of {stop.tables_planned})"
+        return _partial(prog, args.out, specs, kept, "")
     except TournamentInterrupted as stop:
-        studies.write_json(args.out / "provenance.json", provenance(specs))
-        print(
-            f"\n{prog}: interrupted: the {stop.deals_done} deals finished are in "
-            f"{args.out}/ (marked partial); add --resume to play the rest",
-            file=sys.stderr,
-        )
-        return 130
+        kept = f"the {stop.deals_done} deals finished"
+        return _partial(prog, args.out, specs, kept, "; add --resume to play the rest")
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
         return 130
@@ -380,6 +370,17 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"written under {args.out}/")
     return 0
+
+
+def _partial(prog: str, out: Path, specs: list[str], kept: str, hint: str) -> int:
+    """After Ctrl-C with a partial result written: its provenance, one line saying what was
+    kept; exit code 130."""
+    from evaluation.provenance import provenance
+    from evaluation.studies import write_json
+
+    write_json(out / "provenance.json", provenance(specs))
+    print(f"\n{prog}: interrupted: {kept} are in {out}/ (marked partial){hint}", file=sys.stderr)
+    return 130
 
 
 def _interrupt(signum: int, frame: object) -> None:
