@@ -82,8 +82,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--out", type=Path, default=Path("results/tournament"))
     t.add_argument(
         "--engine", choices=("auto", "single", "batched"), default="auto",
-        help="batched: many games at once (random, greedy, ppo agents only); auto: batched when "
-        "every agent allows it; single: one game at a time",
+        help="batched: many games at once (every agent but search); auto: batched when every "
+        "agent allows it; single: one game at a time",
     )  # fmt: skip
     t.add_argument(
         "--resume", action="store_true",

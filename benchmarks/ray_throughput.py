@@ -73,8 +73,8 @@ def parts(config, repeats: int = 3) -> dict[str, float]:
     from training.collector import SelfPlayCollector
     from training.model import build_model
     from training.pool import OpponentPool
-    from training.selfplay import train_on_rollout
     from training.subproc import spaces_env
+    from training.update import train_on_rollout
 
     model = build_model(config, spaces_env(config), tensorboard=False)
     pool = OpponentPool(config.opponents, config.game.players, seed=config.seed)

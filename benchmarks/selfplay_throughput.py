@@ -53,7 +53,7 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
     from odin_env.single_agent import SingleAgentEnv
     from training.collector import SelfPlayCollector
     from training.model import build_model
-    from training.selfplay import train_on_rollout
+    from training.update import train_on_rollout
 
     spaces_only = DummyVecEnv([lambda: SingleAgentEnv(config.game)])
     model = build_model(config, spaces_only, tensorboard=False)

@@ -421,7 +421,7 @@ def test_self_play_update_with_one_decision_left_over_keeps_the_weights_finite()
     from training.collector import SelfPlayCollector
     from training.config import TrainConfig
     from training.model import build_model
-    from training.selfplay import minibatch_size, train_on_rollout
+    from training.update import minibatch_size, train_on_rollout
 
     th.set_num_threads(1)
     th.manual_seed(0)

@@ -6,7 +6,8 @@ evaluations) and :mod:`odin_env`; nothing imports it but the CLIs, benchmarks an
 - :mod:`training.model`: the MaskablePPO model of a run;
 - :mod:`training.pool`: the opponents drawn per episode;
 - :mod:`training.subproc` and :mod:`training.collector`: the two ways of collecting experience;
-- :mod:`training.selfplay`: PPO updates on batched rollouts and the batched loop;
+- :mod:`training.update`: one PPO update on a batched rollout;
+- :mod:`training.selfplay`: the batched loop;
 - :mod:`training.actors`: batched rollouts on Ray actors (``ray``, ``actors``);
 - :mod:`training.imitation`: the imitation warm start;
 - :mod:`training.checkpoints`: the run's files;

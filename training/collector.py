@@ -31,10 +31,8 @@ every decision is trained on exactly once; a rollout keeps ``carried in + collec
 out`` decisions (at most ``B x players`` differ from the collected count).
 
 Advantages: GAE(``model.gamma``, ``model.gae_lambda``) per (game, seat) trajectory (:func:`gae`);
-returns = advantages + values, as SB3 computes them. The kept decisions fill a
-``MaskableRolloutBuffer`` with ``n_envs = 1`` and ``buffer_size`` = their number, and
-``model.train()`` runs PPO's usual update on it (the model's own buffer is left untouched, so
-``model.learn`` still works on the same model).
+returns = advantages + values, as SB3 computes them. :func:`training.update.train_on_rollout`
+runs PPO's usual update on the kept decisions.
 
 Randomness: the engine's deals come from its seed, the action draws from torch's generator;
 :func:`training.selfplay.train_selfplay` seeds both.

@@ -5,9 +5,10 @@ over the legal actions only. Why: Odin has 3,634 actions and rarely more than a 
 legal. sb3-contrib's ``MaskableCategorical`` builds a full 3,634-way ``Categorical`` twice per
 call, validates it, and spends most of the update in softmax, entropy and their gradients over
 actions that can never be chosen; its ``Simplex`` check can also fail on float32 round-off. Here
-each row's legal actions are gathered (padded to the batch's largest legal set), their logits
-come from the gathered rows of the output layer, and ``log_softmax`` runs over those alone,
-padding at ``-inf``: exact, no magic constant, nothing to validate.
+the legal actions are flat (row, action) pairs (:class:`LegalPairs`), each pair's logit is the
+dot product of the row's latent with the action's row of the output layer, and ``log_softmax``
+runs over each row's pairs alone (padded at ``-inf`` to the longest list): exact, no magic
+constant, nothing to validate.
 
 Shared action features: each action's score is the usual per-action output plus
 ``feature_net(latent) . ACTION_FEATURES[action]`` (:mod:`agents.ppo`), so what is learnt about
@@ -23,6 +24,7 @@ as its heuristic and PPO learns where to depart from it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,25 +61,33 @@ class GameObservation(BaseFeaturesExtractor):
         return observations[:, :OBS_SIZE]
 
 
-def legal_sets(masks: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-    """Each row's legal action ids, padded: ``(ids, valid)``, both ``(batch, largest set)``.
+@dataclass(frozen=True)
+class LegalPairs:
+    """Every row's legal actions as flat (row, action) pairs, in row order.
 
-    Raises ``ValueError`` for a row with no legal action (a terminal state's mask)."""
-    masks = masks.bool()
-    counts = masks.sum(1)
-    if bool((counts == 0).any()):
-        raise ValueError(
-            "an action mask has no legal action: the policy was asked to act after the end"
-        )
-    rows, cols = masks.nonzero(as_tuple=True)
-    width = int(counts.max())
-    starts = th.cumsum(counts, 0) - counts
-    pos = th.arange(rows.numel(), device=masks.device) - starts[rows]
-    ids = th.zeros(masks.shape[0], width, dtype=th.long, device=masks.device)
-    valid = th.zeros(masks.shape[0], width, dtype=th.bool, device=masks.device)
-    ids[rows, pos] = cols
-    valid[rows, pos] = True
-    return ids, valid
+    ``rows[k]``, ``cols[k]``: the row and action of pair ``k``; ``pos[k]``: its place in its
+    row's list; ``width``: the longest list. Scoring the pairs alone costs (pairs x hidden) instead
+    of (rows x 3,634 x hidden), and costs nothing for the padding a rectangular layout needs."""
+
+    rows: th.Tensor
+    cols: th.Tensor
+    pos: th.Tensor
+    width: int
+
+    @staticmethod
+    def of_masks(masks: th.Tensor) -> LegalPairs:
+        """The pairs of ``(rows, 3634)`` masks. Raises ``ValueError`` for a row with no legal
+        action (a terminal state's mask)."""
+        masks = masks.bool()
+        counts = masks.sum(1)
+        if bool((counts == 0).any()):
+            raise ValueError(
+                "an action mask has no legal action: the policy was asked to act after the end"
+            )
+        rows, cols = masks.nonzero(as_tuple=True)
+        starts = th.cumsum(counts, 0) - counts
+        pos = th.arange(rows.numel(), device=masks.device) - starts[rows]
+        return LegalPairs(rows, cols, pos, int(counts.max()))
 
 
 class LegalSetPolicy(MaskableActorCriticPolicy):
@@ -132,24 +142,29 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
             logits = logits + self.prior_weight * bonus
         return logits
 
-    def _legal_log_probs(
-        self, latent_pi: th.Tensor, action_masks: Any, obs: th.Tensor | None = None
-    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        masks = th.as_tensor(action_masks, device=latent_pi.device).reshape(-1, NUM_ACTIONS)
-        ids, valid = legal_sets(masks)
+    def pair_log_probs(
+        self, latent_pi: th.Tensor, pairs: LegalPairs, obs: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """``(log_probs, valid)``, both ``(rows, pairs.width)``: each row's log-softmax over its
+        legal actions, in ``pairs`` order, padded at ``-inf`` (``valid`` False). ``obs``: needed
+        by a prior policy. The same logits as :meth:`dense_logits` at the legal actions."""
+        rows, cols = pairs.rows, pairs.cols
         head = self.action_net
-        # Gathering the output rows of the legal actions costs batch x width x hidden instead of
-        # batch x 3,634 x hidden, and its gradient touches only those rows.
-        logits = th.einsum("bh,blh->bl", latent_pi, head.weight[ids]) + head.bias[ids]
+        # index_select's backward is an index_add into the (3,634 x hidden) output layer: only
+        # the legal rows are touched, and nothing is padded.
+        scores = (latent_pi.index_select(0, rows) * head.weight.index_select(0, cols)).sum(1)
+        scores = scores + head.bias.index_select(0, cols)
         if self.action_features:
-            logits = logits + th.einsum(
-                "bf,blf->bl", self.feature_net(latent_pi), self.features[ids]
-            )
+            wants = self.feature_net(latent_pi).index_select(0, rows)
+            scores = scores + (wants * self.features.index_select(0, cols)).sum(1)
         if self.prior is not None:
-            chosen = (ids == self._prior_of(obs)[:, None]).to(logits.dtype)
-            logits = logits + self.prior_weight * chosen
-        log_probs = th.log_softmax(logits.masked_fill(~valid, float("-inf")), dim=1)
-        return ids, valid, log_probs
+            chosen = (cols == self._prior_of(obs).index_select(0, rows)).to(scores.dtype)
+            scores = scores + self.prior_weight * chosen
+        padded = scores.new_full((latent_pi.shape[0], pairs.width), float("-inf"))
+        padded = padded.index_put((rows, pairs.pos), scores)
+        valid = th.zeros(padded.shape, dtype=th.bool, device=padded.device)
+        valid[rows, pairs.pos] = True
+        return th.log_softmax(padded, dim=1), valid
 
     def get_distribution(self, obs: th.Tensor, action_masks: Any = None) -> Any:
         latent_pi, _ = self._latents(obs)
@@ -161,7 +176,7 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
         return distribution
 
     @staticmethod
-    def _entropy(valid: th.Tensor, log_probs: th.Tensor) -> th.Tensor:
+    def entropy(valid: th.Tensor, log_probs: th.Tensor) -> th.Tensor:
         finite = log_probs.masked_fill(~valid, 0.0)
         return -(finite.exp() * finite).masked_fill(~valid, 0.0).sum(1)
 
@@ -174,23 +189,19 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
             action_masks = th.ones(obs.shape[0], NUM_ACTIONS, dtype=th.bool)
         latent_pi, latent_vf = self._latents(obs)
         values = self.value_net(latent_vf)
-        # Rollouts score a handful of observations without gradients: there the dense logits
-        # cost less than gathering (a few large ops beat many small ones).
-        masks = th.as_tensor(action_masks, device=obs.device).reshape(-1, NUM_ACTIONS).bool()
-        if not bool(masks.any(1).all()):
-            raise ValueError(
-                "an action mask has no legal action: the policy was asked to act after the end"
-            )
-        logits = self.dense_logits(latent_pi, obs).masked_fill(~masks, float("-inf"))
-        log_probs = th.log_softmax(logits, dim=1)
+        masks = th.as_tensor(action_masks, device=obs.device).reshape(-1, NUM_ACTIONS)
+        pairs = LegalPairs.of_masks(masks)
+        log_probs, _ = self.pair_log_probs(latent_pi, pairs, obs)
         if deterministic:
-            actions = log_probs.argmax(1)
+            chosen = log_probs.argmax(1)  # ties: the lowest action id, as over dense logits
         else:
-            # Gumbel-max draws from the softmax; illegal actions stay at -inf. (torch.multinomial
-            # over 3,634 columns cost more than the whole network here.)
+            # Gumbel-max draws from the softmax; the padding stays at -inf.
             noise = -th.log(-th.log(th.rand_like(log_probs).clamp_(min=1e-20)))
-            actions = (log_probs + noise).argmax(1)
-        return actions, values, log_probs.gather(1, actions[:, None]).squeeze(1)
+            chosen = (log_probs + noise).argmax(1)
+        ids = th.zeros(log_probs.shape, dtype=th.long, device=obs.device)
+        ids[pairs.rows, pairs.pos] = pairs.cols
+        actions = ids.gather(1, chosen[:, None]).squeeze(1)
+        return actions, values, log_probs.gather(1, chosen[:, None]).squeeze(1)
 
     def evaluate_actions(
         self, obs: th.Tensor, actions: th.Tensor, action_masks: Any = None
@@ -201,12 +212,15 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
             action_masks = th.ones(obs.shape[0], NUM_ACTIONS, dtype=th.bool)
         latent_pi, latent_vf = self._latents(obs)
         values = self.value_net(latent_vf)
-        ids, valid, log_probs = self._legal_log_probs(latent_pi, action_masks, obs)
-        hit = (ids == actions.long().reshape(-1, 1)) & valid
-        if not bool(hit.any(1).all()):
+        masks = th.as_tensor(action_masks, device=obs.device).reshape(-1, NUM_ACTIONS)
+        pairs = LegalPairs.of_masks(masks)
+        log_probs, valid = self.pair_log_probs(latent_pi, pairs, obs)
+        actions = actions.long().reshape(-1)
+        hit = pairs.cols == actions.index_select(0, pairs.rows)  # at most one pair per row
+        if int(hit.sum()) != masks.shape[0]:
             raise ValueError("an action in the batch is not legal under its mask")
-        taken = log_probs.gather(1, hit.float().argmax(1, keepdim=True)).squeeze(1)
-        return values, taken, self._entropy(valid, log_probs)
+        taken = log_probs[pairs.rows[hit], pairs.pos[hit]]
+        return values, taken, self.entropy(valid, log_probs)
 
     def _latents(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         features = self.extract_features(obs)
@@ -226,4 +240,4 @@ def snapshot(policy: MaskableActorCriticPolicy, **kwargs: Any) -> NumpyPolicy:
     return NumpyPolicy.from_state_dict(policy.state_dict(), activation, **kwargs)
 
 
-__all__ = ["GameObservation", "LegalSetPolicy", "legal_sets", "prior_space", "snapshot"]
+__all__ = ["GameObservation", "LegalSetPolicy", "LegalPairs", "prior_space", "snapshot"]

@@ -1,9 +1,8 @@
-"""PPO updates on batched rollouts, and the batched training loop :func:`train_selfplay`.
-
-A rollout of :class:`training.collector.SelfPlayCollector` fills a ``MaskableRolloutBuffer``
-(``n_envs = 1``, ``buffer_size`` = its decisions) and ``model.train()`` runs PPO's usual update on
-it; the model's own buffer is left untouched, so ``model.learn`` still works on the same model.
-``model.num_timesteps`` counts the decisions trained on.
+"""The batched training loop :func:`train_selfplay`: rollouts of
+:class:`training.collector.SelfPlayCollector`, each followed by one PPO update
+(:func:`training.update.train_on_rollout`); the model's own buffer is left untouched, so
+``model.learn`` still works on the same model. ``model.num_timesteps`` counts the decisions
+trained on.
 """
 
 from __future__ import annotations
@@ -14,77 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
-from stable_baselines3.common.logger import Logger
 
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from training.collector import DEFAULT_BATCH, FinishedEpisode, Rollout, SelfPlayCollector
 from training.pool import LEARNER, OpponentPool
 from training.progress import Progress, episode_figures
-
-
-def fill_buffer(model: Any, rollout: Rollout) -> MaskableRolloutBuffer:
-    """A ``MaskableRolloutBuffer`` holding ``rollout`` as ``buffer_size = len(rollout)`` steps of
-    one environment, ready for ``model.train()`` (advantages and returns already in)."""
-    n = len(rollout)
-    if n == 0:
-        raise ValueError("the rollout holds no closed decision to train on")
-    buffer = MaskableRolloutBuffer(
-        1,
-        model.observation_space,
-        model.action_space,
-        device=model.device,
-        gamma=model.gamma,
-        gae_lambda=model.gae_lambda,
-        n_envs=1,
-    )
-    # Replace the 1-step arrays by the rollout's own (n, 1, ...) arrays: nothing is reallocated.
-    buffer.buffer_size = n
-    buffer.observations = rollout.obs[:, None]
-    buffer.actions = rollout.actions.reshape(n, 1, 1)
-    buffer.rewards = rollout.rewards[:, None]
-    buffer.episode_starts = np.zeros((n, 1), dtype=np.float32)
-    buffer.values = rollout.values[:, None]
-    buffer.log_probs = rollout.log_probs[:, None]
-    buffer.advantages = rollout.advantages[:, None]
-    buffer.returns = rollout.returns[:, None]
-    buffer.action_masks = rollout.masks.astype(np.float32)[:, None]
-    buffer.pos, buffer.full, buffer.generator_ready = n, True, False
-    return buffer
-
-
-def minibatch_size(decisions: int, batch_size: int) -> int:
-    """``batch_size``, or the smallest larger size that leaves no minibatch of ``decisions`` rows
-    with a single row (``decisions`` >= 2).
-
-    MaskablePPO normalizes the advantages of each minibatch by their standard deviation, which is
-    NaN for one row and then poisons every weight. A fixed-size SB3 rollout can avoid that once
-    and for all; a self-play rollout's length varies from one update to the next."""
-    if decisions < 2:
-        raise ValueError(f"a PPO update needs at least 2 decisions; got {decisions}")
-    size = max(batch_size, 2)
-    while decisions % size == 1:
-        size += 1
-    return size
-
-
-def train_on_rollout(model: Any, rollout: Rollout) -> None:
-    """One PPO update (``model.train()``: ``n_epochs`` passes in ``batch_size`` minibatches,
-    enlarged when needed so no minibatch holds a single decision: :func:`minibatch_size`) on
-    ``rollout`` (at least 2 decisions); adds its decisions to ``model.num_timesteps``."""
-    if not hasattr(model, "_logger"):
-        # model.train() records its losses; a model that never ran learn() has no logger yet.
-        model.set_logger(Logger(folder=None, output_formats=[]))
-    own, size = model.rollout_buffer, model.batch_size
-    buffer = fill_buffer(model, rollout)
-    model.batch_size = minibatch_size(len(rollout), size)
-    model.rollout_buffer = buffer
-    try:
-        model.train()
-    finally:
-        model.rollout_buffer, model.batch_size = own, size
-    model.num_timesteps += len(rollout)
+from training.update import train_on_rollout
 
 
 def episode_summary(episodes: list[FinishedEpisode]) -> dict[str, float]:
@@ -209,7 +144,4 @@ def train_selfplay(
     return stats
 
 
-__all__ = [
-    "SelfPlayStats", "episode_summary", "fill_buffer", "minibatch_size", "train_on_rollout",
-    "train_selfplay",
-]  # fmt: skip
+__all__ = ["SelfPlayStats", "episode_summary", "train_selfplay"]
