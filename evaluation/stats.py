@@ -31,7 +31,8 @@ def wilson(successes: float, trials: int, z: float = Z95) -> tuple[float, float]
     denom = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # round-off can put a bound a hair past p at p = 0 or 1; the interval always holds p
+    return min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half))
 
 
 def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:

@@ -89,6 +89,14 @@ def test_wilson_exact_coverage_stays_near_95_percent_across_coins():
     assert 0.945 <= np.mean(coverage) <= 0.96
 
 
+@pytest.mark.parametrize("trials", [1, 3, 12, 400, 4001])
+def test_wilson_interval_always_holds_the_observed_rate(trials):
+    # At 0 and 1 round-off used to put a bound a hair past the rate (2.8e-17 above 0 at 12).
+    for successes in (0, trials // 3, trials):
+        low, high = stats.wilson(successes, trials)
+        assert 0.0 <= low <= successes / trials <= high <= 1.0
+
+
 def test_wilson_rejects_impossible_counts():
     with pytest.raises(ValueError, match="successes <= trials"):
         stats.wilson(5, 3)

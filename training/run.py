@@ -87,12 +87,15 @@ def evaluate(
     deals: int,
     seed: int,
     progress: bool = False,
+    workers: int = 1,
 ) -> dict[str, float]:
     """Win rate, 95% Wilson interval and mean penalty of ``ppo:model_path`` against copies of
     ``opponent`` in seeded, seat-rotated games (:mod:`evaluation.tournament`)."""
     game = config.game
     specs = [f"ppo:{model_path}"] + [opponent] * (game.players - 1)
-    records = play_tournament(specs, game, deals, seed, rotate=True, workers=1, progress=progress)
+    records = play_tournament(
+        specs, game, deals, seed, rotate=True, workers=workers, progress=progress
+    )
     wins = penalty = 0.0
     for record in records:
         seat = record.agents.index(0)

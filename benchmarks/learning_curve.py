@@ -1,0 +1,257 @@
+"""A from-scratch learning benchmark: the win rate a PPO agent reaches after fixed amounts of
+training wall-clock time, against 3 x greedy and 3 x planner (4 players).
+
+A new model is trained with the lab's default :class:`training.TrainConfig` settings on the
+batched engine (``selfplay_batch`` games in lockstep, one torch thread, one core) against
+``--train-opponents``, seeded by ``--seed`` as :func:`training.train` seeds a run. When the
+training clock passes each of ``--minutes`` (at the end of the update that crosses it, never two
+points on one update) the clock stops while the policy is saved as ``OUT/minutes-M.safetensors``
+and plays ``--deals`` deals, each from every seat (x4 games), against three copies of each
+``--opponents`` agent: the same deals, from ``--eval-seed``, at every point and against every
+opponent. A row is printed per (point, opponent) as soon as it is known; after each point
+``OUT/learning_curve.json``, ``.csv`` and ``.png`` (and ``.pdf``) are rewritten atomically, so
+Ctrl-C or a kill loses nothing already measured.
+
+    python benchmarks/learning_curve.py [--minutes 10 30 60] [--deals 500] [--seed 0]
+        [--eval-seed 20261203] [--opponents greedy planner] [--train-opponents greedy]
+        [--out results/learning_curve] [--workers 1]
+
+The training clock starts with the first rollout; evaluation (``--workers`` processes) is not
+counted. The decisions trained by a point, and so its win rates, depend on the machine: compare
+runs made on the same machine with nothing else busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cli import Parser
+
+COLUMNS = (
+    "minutes", "train_seconds", "decisions", "steps_per_s", "opponent", "win_rate", "ci_low",
+    "ci_high", "games", "mean_penalty", "model",
+)  # fmt: skip
+"""One CSV row (and one JSON entry) per (point, opponent)."""
+HEADER = (
+    f"{'minutes':>8}{'decisions':>12}  {'opponent':<10}{'win rate':>9}  {'95% CI':<18}"
+    f"{'parity':>7}{'steps/s':>9}"
+)
+
+
+def row_text(row: dict, parity: float) -> str:
+    """One printed row of :data:`HEADER`."""
+    interval = f"[{row['ci_low']:.1%}, {row['ci_high']:.1%}]"
+    return (
+        f"{row['minutes']:>8g}{row['decisions']:>12,}  {row['opponent']:<10}"
+        f"{row['win_rate']:>9.1%}  {interval:<18}{parity:>7.0%}{row['steps_per_s']:>9,.0f}"
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> Any:
+    """The flags, checked: one line naming the problem and exit 2 on bad input."""
+    from agents.registry import check_spec
+    from training.pool import SELF, check_kinds
+
+    parser = Parser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    add = parser.add_argument
+    add("--minutes", type=float, nargs="+", default=[10, 30, 60], help="training time points")
+    add("--deals", type=int, default=500, help="deals per evaluation, each from every seat")
+    add("--seed", type=int, default=0, help="seed of the training run")
+    add("--eval-seed", type=int, default=20261203, help="seed of the evaluation deals")
+    add("--opponents", nargs="+", default=["greedy", "planner"], help="evaluation opponents")
+    add(
+        "--train-opponents",
+        nargs="+",
+        default=["greedy"],
+        help="training pool: agent specs, 'learner' (every seat)",
+    )
+    add("--out", type=Path, default=Path("results/learning_curve"), help="results directory")
+    add("--workers", type=int, default=1, help="evaluation processes")
+    args = parser.parse_args(argv)
+    minutes = args.minutes
+    if not all(math.isfinite(m) and m > 0 for m in minutes):
+        parser.error(f"--minutes must be positive numbers of minutes; got {minutes}")
+    if any(b <= a for a, b in zip(minutes, minutes[1:])):
+        parser.error(f"--minutes must be strictly increasing (e.g. 10 30 60); got {minutes}")
+    for flag, least in {"--deals": 1, "--workers": 1, "--seed": 0, "--eval-seed": 0}.items():
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value < least:
+            parser.error(f"{flag} must be an integer >= {least}; got {value}")
+    try:
+        for spec in args.opponents:
+            check_spec(spec)
+            name, _, path = spec.partition(":")
+            if name == "ppo" and path and not Path(path).is_file():
+                raise ValueError(f"no model file {path} (ppo:PATH names a lab model file)")
+    except ValueError as error:
+        parser.error(f"--opponents: {error}")
+    try:
+        if SELF in check_kinds(args.train_opponents, batched=True):
+            raise ValueError(f"{SELF!r} (snapshots) is not taken here: agent specs or 'learner'")
+    except ValueError as error:
+        parser.error(f"--train-opponents: {error}")
+    return args
+
+
+def figure(results: list[dict], parity: float, games: int) -> Any:
+    """Win rate (%) against training minutes, one line per opponent with its Wilson interval."""
+    import matplotlib as mpl
+    from matplotlib import transforms
+    from matplotlib.figure import Figure
+
+    from evaluation.figures import COLOURS, FAIR, STYLE, WIDTH, interval
+
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH, 3.2), layout="constrained")
+        ax = fig.subplots()
+        opponents = list(dict.fromkeys(r["opponent"] for r in results))
+        for k, (colour, opponent) in enumerate(zip(COLOURS, opponents)):
+            rows = [r for r in results if r["opponent"] == opponent]
+            rates, err = interval(rows)
+            minutes = [r["minutes"] for r in rows]
+            # Each series a few points sideways, so that no two intervals hide each other.
+            dx = 4.0 * (k - (len(opponents) - 1) / 2)
+            shift = transforms.offset_copy(ax.transData, fig, x=dx, units="points")
+            label = f"{round(1 / parity) - 1} x {opponent}"
+            ax.errorbar(minutes, rates, yerr=err, fmt="o-", color=colour, ms=4, label=label,
+                        transform=shift, clip_on=False)  # fmt: skip
+        ax.axhline(100 * parity, **FAIR, label=f"parity {100 * parity:.0f}%")
+        # Set by hand: autoscaling ignores the shifted series.
+        ax.set_xlim(0, 1.06 * max(r["minutes"] for r in results))
+        ax.set_ylim(0, max([100.0 * r["ci_high"] for r in results] + [100 * parity]) * 1.1)
+        ax.set_xlabel("training wall-clock time, minutes (evaluation not counted)")
+        ax.set_ylabel("win rate, % of games (ties shared)")
+        ax.set_title(f"PPO from scratch: {games:,} games per point; whiskers: 95% Wilson interval")
+        ax.legend(loc="best", frameon=False)
+    return fig
+
+
+def write_results(out: Path, report: dict) -> None:
+    """``learning_curve.json``, ``.csv`` and ``.png`` (+ ``.pdf``) in ``out``, each atomically."""
+    from agents.files import write_atomic
+    from evaluation.figures import save_figure
+
+    write_atomic(out / "learning_curve.json", (json.dumps(report, indent=2) + "\n").encode())
+    text = io.StringIO()
+    writer = csv.DictWriter(text, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(report["results"])
+    write_atomic(out / "learning_curve.csv", text.getvalue().encode())
+    if report["results"]:
+        facts = report["facts"]
+        fig = figure(report["results"], facts["parity"], facts["games_per_point"])
+        save_figure(fig, out / "learning_curve.png")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    import torch as th
+    from tqdm import tqdm
+
+    from odin_env.seeding import spawn_seed
+    from training.checkpoints import save_policy_only
+    from training.config import TrainConfig, config_to_json
+    from training.model import build_model
+    from training.pool import OpponentPool
+    from training.run import ENV_STREAM, POOL_STREAM, evaluate
+    from training.selfplay import train_selfplay
+    from training.subproc import spaces_env
+
+    config = TrainConfig(opponents=list(args.train_opponents), seed=args.seed, engine="batched")
+    config.check()
+    game, players = config.game, config.game.players
+    parity = 1 / players
+    report = {
+        "benchmark": "learning_curve",
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "facts": {
+            "players": players, "parity": parity, "games_per_point": args.deals * players,
+            "engine": config.engine, "train_config": config_to_json(config),
+        },
+        "machine": {
+            "platform": platform.platform(), "cpus": os.cpu_count(),
+            "torch_threads": config.torch_threads, "python": platform.python_version(),
+            "torch": th.__version__,
+        },
+        "complete": False,
+        "results": [],
+    }  # fmt: skip
+    out: Path = args.out
+    th.set_num_threads(config.torch_threads)
+    model = build_model(config, spaces_env(config), tensorboard=False)
+    pool_seed = spawn_seed(args.seed, POOL_STREAM, 0)
+    pool = OpponentPool(config.opponents, players, config.seat, pool_seed)
+    marks = [60.0 * m for m in args.minutes]
+    clock = {"trained": 0.0, "since": 0.0}  # training seconds so far; when the clock last ran
+    bar = tqdm(total=round(marks[-1]), unit="s", desc="training clock", disable=None, leave=False)
+
+    def point(model: Any, _rollout: Any) -> bool:
+        """After each update: advance the clock; at a time point, stop it and measure."""
+        now = time.perf_counter()
+        clock["trained"] += now - clock["since"]
+        done = len(report["results"]) // len(args.opponents)
+        bar.update(min(round(clock["trained"]), bar.total) - bar.n)
+        bar.set_postfix_str(f"{model.num_timesteps:,} decisions")
+        if clock["trained"] >= marks[done]:
+            minutes = args.minutes[done]
+            path = out / f"minutes-{minutes:g}.safetensors"
+            save_policy_only(model, path, config)
+            for opponent in args.opponents:
+                result = evaluate(
+                    path, config, opponent, args.deals, args.eval_seed, workers=args.workers
+                )
+                row = {
+                    "minutes": minutes, "train_seconds": round(clock["trained"], 2),
+                    "decisions": model.num_timesteps,
+                    "steps_per_s": round(model.num_timesteps / clock["trained"], 1),
+                    "opponent": opponent, **result, "model": path.name,
+                }  # fmt: skip
+                report["results"].append(row)
+                tqdm.write(row_text(row, parity))
+                sys.stdout.flush()
+            report["complete"] = done + 1 == len(marks)
+            write_results(out, report)
+        clock["since"] = time.perf_counter()  # the clock stood still while measuring
+        return not report["complete"]
+
+    print(
+        f"PPO from scratch, default settings (batched engine, {config.torch_threads} torch "
+        f"thread), trained against {', '.join(config.opponents)}; {args.deals} deals x "
+        f"{players} seats per evaluation; results in {out}/"
+    )
+    print(HEADER, flush=True)
+    try:
+        write_results(out, report)
+        clock["since"] = time.perf_counter()
+        train_selfplay(
+            model, game, 10**15, batch=config.selfplay_batch,
+            rollout_decisions=config.n_steps * config.n_envs,
+            seed=spawn_seed(args.seed, ENV_STREAM, 0), callback=point, progress=False, pool=pool,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        bar.close()
+        points = len(report["results"]) // len(args.opponents)
+        where = f"{out / 'learning_curve.json'} (and .csv, .png)"
+        print(
+            f"\ninterrupted: {points} of {len(marks)} points; partial results in {where}",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    bar.close()
+    print(f"results: {out / 'learning_curve.json'} (and .csv, .png)")
+
+
+if __name__ == "__main__":
+    main()

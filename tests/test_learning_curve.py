@@ -1,0 +1,176 @@
+"""``benchmarks/learning_curve.py``, run as a person runs it: a tiny run prints a row per (time
+point, opponent), writes the JSON, CSV, figure and loadable model files, and learns on between
+points; bad input is refused in one line before anything is written; Ctrl-C keeps the points
+measured; the evaluation of a saved model is reproducible from its seed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.registry import make, make_batch_agent
+from odin_env.rules import Config
+from training.config import TrainConfig
+from training.run import evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "learning_curve.py"
+TINY = ["--minutes", "0.05", "0.1", "--deals", "3", "--eval-seed", "5"]
+OPPONENTS = ("greedy", "planner")
+ROW = re.compile(
+    r"^\s*([\d.]+)\s+([\d,]+)\s+(\w+)\s+([\d.]+)%\s+\[([\d.]+)%, ([\d.]+)%\]\s+25%\s+[\d,]+$"
+)
+
+
+def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path_factory.mktemp("curve") / "out"
+    done = run(*TINY, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return done, out
+
+
+def test_tiny_run_prints_a_row_per_point_and_opponent(tiny) -> None:
+    done, _ = tiny
+    rows = [m.groups() for line in done.stdout.splitlines() if (m := ROW.match(line))]
+    assert [(float(r[0]), r[2]) for r in rows] == [
+        (minutes, opponent) for minutes in (0.05, 0.1) for opponent in OPPONENTS
+    ]
+    for _, _, _, rate, low, high in rows:
+        assert float(low) <= float(rate) <= float(high) <= 100
+    decisions = [int(r[1].replace(",", "")) for r in rows]
+    assert decisions[0] == decisions[1] < decisions[2] == decisions[3]
+    assert "learning_curve.json" in done.stdout.splitlines()[-1]
+    assert "Warning" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_tiny_run_writes_json_csv_figure_and_models(tiny) -> None:
+    _, out = tiny
+    report = json.loads((out / "learning_curve.json").read_text())
+    assert report["complete"] is True
+    assert report["settings"]["deals"] == 3 and report["settings"]["eval_seed"] == 5
+    assert report["facts"]["parity"] == 0.25 and report["facts"]["games_per_point"] == 12
+    results = report["results"]
+    assert [(r["minutes"], r["opponent"]) for r in results] == [
+        (minutes, opponent) for minutes in (0.05, 0.1) for opponent in OPPONENTS
+    ]
+    with open(out / "learning_curve.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == len(results)
+    for row, result in zip(table, results):
+        assert row["opponent"] == result["opponent"]
+        assert int(row["decisions"]) == result["decisions"]
+        assert float(row["win_rate"]) == pytest.approx(result["win_rate"])
+    for result in results:
+        assert 0 <= result["ci_low"] <= result["win_rate"] <= result["ci_high"] <= 1
+        assert result["games"] == 12
+        assert result["train_seconds"] >= 60 * result["minutes"]
+    assert results[0]["decisions"] < results[2]["decisions"]
+    assert (out / "learning_curve.png").stat().st_size > 0
+    assert {p.name for p in out.glob("*.safetensors")} == {
+        "minutes-0.05.safetensors",
+        "minutes-0.1.safetensors",
+    }
+    for result in results:
+        path = out / result["model"]
+        make(f"ppo:{path}")
+        agent = make_batch_agent(f"ppo:{path}")
+        assert hasattr(agent, "act_batch")
+
+
+def test_evaluation_is_reproducible_from_its_seed(tiny) -> None:
+    _, out = tiny
+    recorded = json.loads((out / "learning_curve.json").read_text())["results"]
+    config = TrainConfig(game=Config(players=4))
+    for entry in recorded[:2]:
+        path = out / entry["model"]
+        first = evaluate(path, config, entry["opponent"], 3, 5)
+        second = evaluate(path, config, entry["opponent"], 3, 5, workers=2)
+        assert first == second
+        # The same deals as in the run: the figures it recorded.
+        for key in ("win_rate", "ci_low", "ci_high", "mean_penalty", "games"):
+            assert first[key] == pytest.approx(entry[key])
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--minutes", "30", "10"], "--minutes"),
+        (["--minutes", "0", "10"], "--minutes"),
+        (["--minutes", "-5"], "--minutes"),
+        (["--deals", "0"], "--deals"),
+        (["--workers", "0"], "--workers"),
+        (["--opponents", "nosuch"], "--opponents"),
+        (["--train-opponents", "nosuch"], "--train-opponents"),
+        (["--train-opponents", "greedy", "self"], "--train-opponents"),
+    ],
+)
+def test_bad_input_exits_2_in_one_line_and_writes_nothing(
+    tmp_path: Path, args: list[str], flag: str
+) -> None:
+    out = tmp_path / "out"
+    done = run(*args, "--out", str(out))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert flag in lines[0] and "error" in lines[0]
+    if "nosuch" in args:
+        assert "greedy" in lines[0] and "planner" in lines[0]  # the allowed names
+    assert done.stdout == ""
+    assert not out.exists()
+
+
+def test_ctrl_c_keeps_the_points_measured(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--minutes", "0.05", "10", "--deals", "2", "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        report = {"results": []}
+        while len(report["results"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            if (out / "learning_curve.json").exists():
+                report = json.loads((out / "learning_curve.json").read_text())
+        assert len(report["results"]) == 2, "the first point was never measured"
+        time.sleep(1.0)  # back in training
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 130, stderr
+    assert "partial results" in stderr and str(out / "learning_curve.json") in stderr
+    report = json.loads((out / "learning_curve.json").read_text())
+    assert report["complete"] is False
+    assert [(r["minutes"], r["opponent"]) for r in report["results"]] == [
+        (0.05, opponent) for opponent in OPPONENTS
+    ]
+    assert len(list(csv.DictReader((out / "learning_curve.csv").open()))) == 2
+    assert sum(1 for line in stdout.splitlines() if ROW.match(line)) == 2
