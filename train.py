@@ -46,7 +46,8 @@ def parser() -> cli.Parser:
         type=Path,
         metavar="PATH",
         help="instead of training: write the parameter average of the model files given "
-        "(checkpoints of runs from one start) to runs/NAME/average.safetensors",
+        "(checkpoints of runs from one start; one: its policy alone) to "
+        "runs/NAME/average.safetensors",
     )
     p.add_argument(
         "--import-sb3-zip",

@@ -10,7 +10,9 @@ Residual policies: a policy whose ``prior`` names a hand-written agent adds ``pr
 the logit of the action that agent picks in the same position (from the same observation and
 mask, so the player still sees only what the observation shows).
 
-:class:`PPOAgent` loads a model file (``PPOAgent.load()`` with no path: the bundled model).
+:class:`PPOAgent` loads a model file (``PPOAgent.load()`` with no path: :data:`BUNDLED_MODEL`);
+:class:`BundledPPO` (``agents.make("ppo")``) plays each table size with the bundled model trained
+for it.
 Model files are safetensors with JSON metadata (docs/model-format.md): loading one never
 unpickles anything and needs no torch. An SB3 ``.zip`` is refused unless imported explicitly
 (:data:`SB3_OPT_IN`).
@@ -30,9 +32,12 @@ from agents.heuristics import HEURISTICS
 from odin_env.cards import NUM_CARDS, NUM_VALUES
 from odin_env.combos import COMBO_CARDS, COMBO_MASKS, NUM_COMBOS
 from odin_env.observation import LAYOUT, OBS_SIZE
-from odin_env.rules import MIN_PLAYERS, NUM_ACTIONS, PASS, TAKE
+from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, NUM_ACTIONS, PASS, TAKE
 
-BUNDLED_MODEL = Path(__file__).resolve().parent / "models" / "ppo_4p.safetensors"
+BUNDLED_DIR = Path(__file__).resolve().parent / "models"
+BUNDLED_MODEL = BUNDLED_DIR / "ppo_4p.safetensors"
+"""The bundled model of ``PPOAgent.load()``, and the one :class:`BundledPPO` plays at a table
+size that has no model of its own."""
 _ACTIVATIONS = {"ReLU": lambda x: np.maximum(x, 0.0), "Tanh": np.tanh}
 
 
@@ -431,8 +436,59 @@ class PPOAgent(NumpyPolicy):
         return super().act_batch(observations, action_masks)
 
 
+def bundled_models() -> dict[int, Path]:
+    """The bundled model file of each table size that has one (``models/ppo_{n}p.safetensors``)."""
+    files = {n: BUNDLED_DIR / f"ppo_{n}p.safetensors" for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)}
+    return {n: path for n, path in files.items() if path.is_file()}
+
+
+class BundledPPO:
+    """The bundled PPO player, ``agents.make("ppo")``: each row is played by the bundled model
+    trained for its table size (:func:`bundled_models`, read from the observation), or by
+    :data:`BUNDLED_MODEL` where there is none (which then warns that it was trained for another
+    size). Files are loaded on first use."""
+
+    def __init__(self, seed: int | None = None, deterministic: bool = True):
+        self.name = "ppo"
+        self.seed = seed
+        self.deterministic = deterministic
+        self.files = bundled_models()
+        self._agents: dict[Path, PPOAgent] = {}
+
+    def model_for(self, players: int) -> PPOAgent:
+        """The model that plays a table of ``players``."""
+        path = self.files.get(players, BUNDLED_MODEL)
+        if path not in self._agents:
+            agent = PPOAgent.load(path, deterministic=self.deterministic, seed=self.seed)
+            self._agents[path] = agent
+        return self._agents[path]
+
+    def reset(self, seat: int, seed: int | None = None) -> None:
+        """Reseed every loaded model (used only when not deterministic)."""
+        if seed is not None:
+            self.seed = seed
+            for agent in self._agents.values():
+                agent.reset(seat, seed)
+
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """One legal action per row, each from the model of its row's table size."""
+        rows = np.reshape(observations, (-1, OBS_SIZE))
+        masks = np.reshape(action_masks, (len(rows), NUM_ACTIONS))
+        sizes = rows[:, _PLAYERS].argmax(1) + MIN_PLAYERS
+        actions = np.empty(len(rows), dtype=np.int64)
+        for players in np.unique(sizes):
+            at = sizes == players
+            actions[at] = self.model_for(int(players)).act_batch(rows[at], masks[at])
+        return actions
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        """The action for one observation and its mask."""
+        return int(self.act_batch(observation[None], action_mask[None])[0])
+
+
 __all__ = [
-    "ACTION_FEATURES", "BUNDLED_MODEL", "FORMAT_VERSION", "MODEL_FORMAT", "NumpyPolicy",
-    "PPOAgent", "PRIOR_AT", "PRIOR_WEIGHT", "SB3_OPT_IN", "check_prior", "model_bytes",
-    "model_info", "prior_actions", "read_model", "read_sb3_zip", "write_model",
+    "ACTION_FEATURES", "BUNDLED_DIR", "BUNDLED_MODEL", "BundledPPO", "FORMAT_VERSION",
+    "MODEL_FORMAT", "NumpyPolicy", "PPOAgent", "PRIOR_AT", "PRIOR_WEIGHT", "SB3_OPT_IN",
+    "bundled_models", "check_prior", "model_bytes", "model_info", "prior_actions", "read_model",
+    "read_sb3_zip", "write_model",
 ]  # fmt: skip

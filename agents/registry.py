@@ -1,11 +1,11 @@
 """Every player of the lab by name: ``make(spec)`` and ``make_batch_agent(spec)``.
 
 Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
-:data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled model) or ``ppo:PATH`` (a model
-file); ``search`` (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per
-decision) or ``search:Nms`` (``N`` milliseconds per decision). Batched forms (one call for a
-whole batch of games, :mod:`agents.batch`) exist for every agent but ``search``;
-:func:`has_batch_form` says which.
+:data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
+one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``search``
+(:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
+``search:Nms`` (``N`` milliseconds per decision). Batched forms (one call for a whole batch of
+games, :mod:`agents.batch`) exist for every agent but ``search``; :func:`has_batch_form` says which.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
-from agents.ppo import PPOAgent
+from agents.ppo import BundledPPO, PPOAgent
 from agents.search import SearchAgent
 
 
@@ -59,7 +59,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == "random":
         return RandomAgent(seed)
     if name == "ppo":
-        return PPOAgent.load(path or None, seed=seed)
+        return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
         return SearchAgent(seed, **(_search_budget(path) if path else {}))
     return HEURISTICS[name](seed=seed)

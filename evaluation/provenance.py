@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from agents.ppo import BUNDLED_MODEL
+from agents.ppo import bundled_models
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,14 +47,17 @@ def sha256(path: Path) -> str:
 
 
 def model_files(specs: Sequence[str]) -> dict[str, str]:
-    """Each ``ppo`` spec's model file mapped to its sha256."""
+    """The sha256 of each model file the specs play: ``ppo:PATH`` by its spec, the bundled
+    models of ``ppo`` as ``ppo/FILE``."""
     files = {}
     for spec in dict.fromkeys(specs):
         name, _, path = spec.partition(":")
-        if name == "ppo":
-            model = Path(path) if path else BUNDLED_MODEL
-            if model.is_file():
-                files[spec] = sha256(model)
+        if name == "ppo" and path:
+            if Path(path).is_file():
+                files[spec] = sha256(Path(path))
+        elif name == "ppo":
+            for model in bundled_models().values():
+                files[f"ppo/{model.name}"] = sha256(model)
     return files
 
 

@@ -184,7 +184,7 @@ def test_the_bundled_model_is_a_lab_file_that_plays_as_the_old_zip_did():
     ref = np.load(REFERENCE, allow_pickle=False)
     masks = np.unpackbits(ref["masks"], axis=1, count=NUM_ACTIONS).astype(bool)
     assert len(ref["actions"]) >= 500
-    actions = make("ppo").act_batch(ref["obs"], masks)
+    actions = PPOAgent.load(BUNDLED_MODEL).act_batch(ref["obs"], masks)
     assert np.array_equal(actions, ref["actions"])
 
 
@@ -221,7 +221,7 @@ def test_a_model_played_at_another_table_size_says_so_once():
     from evaluation.tournament import play_game
     from odin_env.rules import Config, Game
 
-    agent = make("ppo")
+    agent = PPOAgent.load(BUNDLED_MODEL)
     assert agent.info["players"] == 4
     with w.catch_warnings(record=True) as caught:
         w.simplefilter("always")
@@ -230,3 +230,41 @@ def test_a_model_played_at_another_table_size_says_so_once():
         play_game(Game(Config(players=3), seed=0), [agent] * 3)
     said = [str(c.message) for c in caught]
     assert len(said) == 1 and "trained for 4 players" in said[0] and "at 3" in said[0]
+
+
+def test_the_bundled_player_plays_each_table_size_with_the_model_trained_for_it():
+    """``make("ppo")`` sends each row to the bundled model of its table size, and to the 4-player
+    model where a size has none; a batch mixing sizes gets each row's own model's action."""
+    from agents.ppo import BundledPPO, bundled_models
+    from odin_env.observation import observe
+    from odin_env.rules import Config, Game
+
+    files = bundled_models()
+    assert files[4] == BUNDLED_MODEL and len(files) >= 2
+    rows, masks, sizes = [], [], []
+    for players in range(2, 7):
+        game = Game(Config(players=players), seed=players)
+        for _ in range(40):
+            game.play_forced()
+            if game.is_over:
+                break
+            rows.append(observe(game, game.current))
+            masks.append(game.legal_mask())
+            sizes.append(players)
+            game.apply(int(np.flatnonzero(game.legal_mask())[0]))
+    rows, masks, sizes = np.array(rows), np.array(masks), np.array(sizes)
+    agent = make("ppo")
+    assert isinstance(agent, BundledPPO)
+    actions = agent.act_batch(rows, masks)
+    for players in range(2, 7):
+        at = sizes == players
+        own = PPOAgent.load(files.get(players, BUNDLED_MODEL))
+        assert own.info["players"] == (players if players in files else 4)
+        assert np.array_equal(actions[at], own.act_batch(rows[at], masks[at]))
+        assert [agent.act(o, m) for o, m in zip(rows[at][:3], masks[at][:3])] == list(
+            actions[at][:3]
+        )
+    # Another size's model plays otherwise somewhere: the dispatch matters.
+    two = PPOAgent.load(files[min(files)])
+    four = sizes == 4
+    assert not np.array_equal(two.act_batch(rows[four], masks[four]), actions[four])

@@ -173,4 +173,10 @@ def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_pa
     save_policy_only(unlike, tmp_path / "x.safetensors")
     with pytest.raises(ValueError, match="different architectures or priors"):
         average_models([paths[0], tmp_path / "x.safetensors"], tmp_path / "bad.safetensors")
+    # One input: its policy alone, exactly.
+    alone = average_models(paths[:1], tmp_path / "alone.safetensors")
+    for key, value in read_model(alone)[1].items():
+        assert np.array_equal(value, states[0][key])
+    with pytest.raises(ValueError, match="at least one model"):
+        average_models([], tmp_path / "none.safetensors")
     assert not (tmp_path / "bad.safetensors").exists()

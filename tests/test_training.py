@@ -264,7 +264,7 @@ def test_bad_engine_settings_are_one_line_errors_with_exit_code_2(args, named, t
 def test_bundled_model_plays_legal_moves_at_every_table_size(players):
     assert BUNDLED_MODEL.is_file()
     agent = make("ppo")
-    assert isinstance(agent, PPOAgent)
+    assert isinstance(agent.model_for(players), PPOAgent)
     plays_legal_moves(agent, players)
 
 

@@ -306,10 +306,11 @@ def average_models(paths: list[str | Path], out: str | Path) -> Path:
 
     The inputs (model files or checkpoints) must share one architecture (and prior): checkpoints
     of one run, or of runs fine-tuned from the same start, whose average plays better than each
-    of them (the bundled model is one, see the README). ``ValueError`` names an input that does
-    not fit; nothing is written then."""
-    if len(paths) < 2:
-        raise ValueError(f"averaging needs at least two models; got {len(paths)}")
+    of them (the bundled model is one, see the README). One input gives its policy alone: a
+    checkpoint without its optimizer and run state. ``ValueError`` names an input that does not
+    fit; nothing is written then."""
+    if not paths:
+        raise ValueError("averaging needs at least one model")
     states, first = [], None
     for path in paths:
         info, state = read_model(path)
