@@ -132,10 +132,11 @@ def ppo_update(model: Any, rollout: Rollout) -> None:
     policy.set_training_mode(True)
     model._update_learning_rate(policy.optimizer)
     clip_range = model.clip_range(model._current_progress_remaining)
-    obs = th.from_numpy(np.ascontiguousarray(rollout.obs))
-    old_log_probs = th.from_numpy(rollout.log_probs)
-    advantages_all = th.from_numpy(rollout.advantages)
-    returns_all = th.from_numpy(rollout.returns)
+    # Copies: a rollout from a Ray actor is read-only, and torch refuses to share those.
+    obs = th.tensor(rollout.obs)
+    old_log_probs = th.tensor(rollout.log_probs)
+    advantages_all = th.tensor(rollout.advantages)
+    returns_all = th.tensor(rollout.returns)
     figures: dict[str, list[float]] = {"entropy": [], "pg": [], "value": [], "kl": [], "clip": []}
     continue_training, loss = True, th.zeros(())
     for _ in range(model.n_epochs):
