@@ -291,6 +291,21 @@ def test_bundled_player_beats_greedy_heads_up():
     assert len(records) == 40 and wins / len(records) > 0.8
 
 
+def test_the_bundled_network_alone_has_no_prior_and_beats_greedy():
+    """``net_4p`` plays with the network only (76.7% against three greedy over 4,000 games in the
+    README; parity 25%): no prior in its file, and well past parity on 40 seeded games."""
+    from agents.ppo import BUNDLED_DIR
+    from evaluation.tournament import play_tournament
+
+    path = BUNDLED_DIR / "net_4p.safetensors"
+    agent = PPOAgent.load(path)
+    assert agent.prior is None and agent.info["architecture"]["prior"] is None
+    spec = f"ppo:{path}"
+    records = play_tournament([spec, "greedy", "greedy", "greedy"], Config(), 10, 6, progress=False)
+    wins = sum(1 / len(r.winners) for r in records if r.agents.index(0) in r.winners)
+    assert wins / len(records) > 0.45
+
+
 def small_policy() -> LegalSetPolicy:
     th.manual_seed(0)
     return LegalSetPolicy(
