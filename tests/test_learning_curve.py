@@ -149,6 +149,8 @@ def test_ctrl_c_keeps_the_points_measured(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As a background launch (nohup ... &, a CI runner) starts it: SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         deadline = time.monotonic() + 180
