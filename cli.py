@@ -12,6 +12,7 @@ import argparse
 import ast
 import inspect
 import re
+import signal
 import sys
 import types
 import typing
@@ -128,4 +129,18 @@ def fail(prog: str, message: object) -> int:
     return 2
 
 
-__all__ = ["Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain"]
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def restore_interrupts() -> None:
+    """Make Ctrl-C (SIGINT) and a plain ``kill`` (SIGTERM) raise ``KeyboardInterrupt``, so a
+    command keeps its finished work either way. Why: a background launch (``nohup ... &``, a CI
+    runner) inherits an ignored SIGINT."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+__all__ = [
+    "Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain", "restore_interrupts",
+]  # fmt: skip

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -383,13 +382,6 @@ def _partial(prog: str, out: Path, specs: list[str], kept: str, hint: str) -> in
     return 130
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 if __name__ == "__main__":
-    # Background launches (nohup ... &) inherit an ignored SIGINT; restore Ctrl-C, and let a
-    # plain `kill` (SIGTERM) also keep the finished deals, as train.py does.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    cli.restore_interrupts()  # Ctrl-C or `kill` keeps the finished deals
     sys.exit(main())

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -128,17 +127,10 @@ def import_sb3_zip(args: argparse.Namespace) -> Path:
     return _write_new(out, lambda: write_model(out, state, info))
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     args = parser().parse_args(argv)
-    # Background launches (nohup ... &) inherit an ignored SIGINT; restore Ctrl-C, and let a
-    # plain `kill` (SIGTERM) also save a checkpoint before exiting.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    cli.restore_interrupts()  # Ctrl-C or `kill` saves a checkpoint before exiting
     try:
         if args.average:
             path = average(args)

@@ -30,13 +30,12 @@ import json
 import math
 import os
 import platform
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from cli import Parser
+from cli import Parser, restore_interrupts
 
 COLUMNS = (
     "minutes", "train_seconds", "decisions", "steps_per_s", "opponent", "win_rate", "ci_low",
@@ -254,13 +253,6 @@ def main(argv: list[str] | None = None) -> None:
     print(f"results: {out / 'learning_curve.json'} (and .csv, .png)")
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 if __name__ == "__main__":
-    # A background launch (nohup ... &, CI) inherits an ignored SIGINT: restore Ctrl-C, and let a
-    # plain `kill` (SIGTERM) keep the finished points too, as train.py does.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
+    restore_interrupts()  # Ctrl-C or `kill` keeps the finished points
     main()
