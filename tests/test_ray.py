@@ -117,19 +117,24 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
             first_in.set()  # the tournament holds a part now
 
     monkeypatch.setattr(tournament, "_parts", parts_then_signal)
-    armed = True
+    armed, finished = True, threading.Event()
 
     def interrupt(signum, frame):
         if armed:  # never past the tournament: a stray one would stop the test session
             raise KeyboardInterrupt
 
     def press_ctrl_c() -> None:
-        first_in.wait(120)
-        os.kill(os.getpid(), signal.SIGINT)
+        # No timeout that fires anyway: a signal sent after the handler is restored would stop
+        # the pytest worker itself.
+        while not finished.is_set():
+            if first_in.wait(0.05):
+                os.kill(os.getpid(), signal.SIGINT)
+                return
 
     previous = signal.signal(signal.SIGINT, interrupt)
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
     try:
-        threading.Thread(target=press_ctrl_c, daemon=True).start()
+        presser.start()
         with pytest.raises(TournamentInterrupted) as stop:
             play_tournament(
                 specs, config, deals, seed=9, engine="single", progress=False, ray="local",
@@ -137,6 +142,9 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
             )  # fmt: skip
     finally:
         armed = False
+        finished.set()
+        presser.join()
+        # signal.signal runs any pending handler (now disarmed) before it replaces it.
         signal.signal(signal.SIGINT, previous)
     records, done = stop.value.records, stop.value.deals_done
     assert 0 < done < deals

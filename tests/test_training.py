@@ -178,6 +178,64 @@ def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path, engine):
     assert checkpoint_step(checkpoint) == int(saved.group(1).replace(",", "")) >= first
 
 
+def test_ctrl_c_in_the_middle_of_an_update_saves_the_whole_update(tmp_path, monkeypatch):
+    """SIGINT after the first of the second update's minibatch steps: the update ends, then the
+    run stops with a checkpoint that holds what an uninterrupted run to that step holds."""
+    from safetensors.numpy import load_file
+
+    import training.selfplay as selfplay
+    from training import TrainConfig, train
+
+    def config(name: str, total: int) -> TrainConfig:
+        return TrainConfig(
+            name=name, runs_dir=str(tmp_path), game=Config(players=4), opponents=["learner"],
+            engine="batched", selfplay_batch=8, n_envs=2, n_steps=32, batch_size=16, n_epochs=1,
+            total_steps=total, eval_every=0, checkpoint_every=10**6, net_pi=[32], net_vf=[32],
+            seed=3,
+        )  # fmt: skip
+
+    updates, steps_in_update = [0], [0]
+    update, clip = selfplay.train_on_rollout, th.nn.utils.clip_grad_norm_
+
+    def counted_update(*args, **kwargs):
+        updates[0] += 1
+        steps_in_update[0] = 0
+        return update(*args, **kwargs)
+
+    def clip_then_ctrl_c(*args, **kwargs):
+        steps_in_update[0] += 1
+        if updates[0] == 2 and steps_in_update[0] == 2:  # one minibatch step already taken
+            os.kill(os.getpid(), signal.SIGINT)
+        return clip(*args, **kwargs)
+
+    monkeypatch.setattr(selfplay, "train_on_rollout", counted_update)
+    monkeypatch.setattr(th.nn.utils, "clip_grad_norm_", clip_then_ctrl_c)
+    armed = True
+
+    def interrupt(signum, frame):
+        if armed:  # only in this test: a stray one would stop the test session
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(config("stopped", 10**6))
+    finally:
+        armed = False
+        signal.signal(signal.SIGINT, previous)
+    assert updates[0] == 2 and steps_in_update[0] > 2  # the update went on after the signal
+    stopped = tmp_path / "stopped" / "checkpoint.safetensors"
+    step = checkpoint_step(stopped)
+    monkeypatch.undo()
+    train(config("whole", step))  # the first update at or past `step` is the second one
+    whole = tmp_path / "whole" / "checkpoint.safetensors"
+    assert checkpoint_step(whole) == step
+    got, want = load_file(str(stopped)), load_file(str(whole))
+    assert got.keys() == want.keys()
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+
 def evaluation_steps(run: Path) -> list[int]:
     lines = (run / "evaluations.jsonl").read_text().splitlines()
     return [json.loads(line)["step"] for line in lines]

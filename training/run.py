@@ -339,9 +339,12 @@ def train(config: TrainConfig, resume: bool = False) -> Path | None:
             if callback.progress is not None:
                 callback.finish()
         except KeyboardInterrupt:
-            path = save_checkpoint(model, config, state, steps=callback.trained)
+            # A batched update is whole (train_on_rollout holds Ctrl-C), so the counter matches
+            # the weights; model.learn moves it while collecting, before the update.
+            steps = model.num_timesteps if batched else callback.trained
+            path = save_checkpoint(model, config, state, steps=steps)
             callback.close()
-            print(f"\ninterrupted at step {callback.trained:,}: checkpoint saved to {path}")
+            print(f"\ninterrupted at step {steps:,}: checkpoint saved to {path}")
             raise
         if config.eval_every and (
             not state.evaluations or state.evaluations[-1]["step"] != model.num_timesteps
