@@ -63,8 +63,13 @@ def cli_files(tmp_path: Path, name: str, args: list[str], files: list[str]) -> d
              "24", "--seed", "5"],
             ["thresholds.json", "thresholds.csv"],
         ),
+        (
+            ["leaderboard", "--agents", "greedy", "random", "shaper", "--players", "2",
+             "--games", "8", "--seed", "6"],
+            ["leaderboard.json", "leaderboard.csv"],
+        ),
     ],
-    ids=["tournament", "seating", "thresholds"],
+    ids=["tournament", "seating", "thresholds", "leaderboard"],
 )  # fmt: skip
 def test_a_study_on_ray_writes_the_bytes_of_one_local_worker(cluster, tmp_path, args, files):
     local = cli_files(tmp_path, "local", [*args, "--workers", "1"], files)
