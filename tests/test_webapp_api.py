@@ -283,6 +283,34 @@ def test_the_number_of_live_games_is_capped_and_the_least_recent_goes(app, clien
         assert client.get(f"/api/games/{game_id}").status_code == 200
 
 
+def test_a_game_dropped_or_live_at_shutdown_is_saved_unfinished_once_the_person_moved(tmp_path):
+    """A dropped game with a move of the person's is saved as unfinished and replays to the
+    decision pending; one without is not saved; the games live when the server stops are."""
+    out = tmp_path / "web"
+    with TestClient(create_app(out, max_games=2)) as client:
+        moved = start(client, seed=5)
+        after = client.post(f"/api/games/{moved['game_id']}/move", json=first_legal(moved))
+        assert after.status_code == 200 and not after.json()["over"]
+        session = client.app.state.store._games[moved["game_id"]]
+        untouched = start(client, seed=6)["game_id"]
+        assert list(out.glob("*.json")) == []
+        live = start(client, seed=7)  # drops the first game
+        [dropped] = out.glob("*.json")
+        saved = load_records(dropped)
+        assert saved.unfinished and saved.extra["unfinished"] is True
+        assert saved.games[0].actions == tuple(session.actions) and saved.games[0].winners == ()
+        game = replay(saved.games[0], saved.config)
+        assert game.snapshot() == session.game.snapshot()
+        start(client, seed=8)  # drops the untouched game: the person never moved, nothing saved
+        assert list(out.glob("*.json")) == [dropped]
+        refused(client.get(f"/api/games/{untouched}"), 404)
+        client.post(f"/api/games/{live['game_id']}/move", json=first_legal(live))
+        live_actions = tuple(client.app.state.store._games[live["game_id"]].actions)
+    # The server stopped: the live game the person had moved in is saved too.
+    [stopped] = [p for p in out.glob("*.json") if p != dropped]
+    assert load_records(stopped).games[0].actions == live_actions
+
+
 def test_a_finished_game_is_saved_as_a_records_file_that_replays(app, client, tmp_path):
     data = play_out(client, start(client, seed=21))
     session = app.state.store._games[data["game_id"]]

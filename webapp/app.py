@@ -30,6 +30,8 @@ illegal move or a record that does not replay.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -72,13 +74,22 @@ def create_app(
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
     """The app: finished games are saved under ``out_dir``; the replay viewer lists the records
-    files under ``out_dir`` (label ``saved``) and ``records_dir`` (label ``records``). At most
-    ``max_games`` games are kept live. ``allowed_hosts``: the ``Host`` header values accepted
-    (``None``: any), which shuts out pages of other sites that rebind a name to 127.0.0.1."""
-    app = FastAPI(title="odin-lab", docs_url=None, redoc_url=None, openapi_url=None)
+        files under ``out_dir`` (label ``saved``) and ``records_dir`` (label ``records``). At most
+        ``max_games`` games are kept live; one dropped, or live when the server stops, is saved as
+    unfinished once the person has moved in it. ``allowed_hosts``: the ``Host`` header values accepted
+        (``None``: any), which shuts out pages of other sites that rebind a name to 127.0.0.1."""
+    store = SessionStore(Path(out_dir), max_games=max_games)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.close()  # the server is stopping: keep the games the person has moved in
+
+    app = FastAPI(
+        title="odin-lab", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     if allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
-    store = SessionStore(Path(out_dir), max_games=max_games)
     roots = {"saved": Path(out_dir)}
     if records_dir is not None:
         roots["records"] = Path(records_dir)
@@ -130,7 +141,7 @@ def create_app(
             "players": list(range(MIN_PLAYERS, MAX_PLAYERS + 1)),
             "threshold": Config().threshold,
             "max_threshold": MAX_THRESHOLD,
-            "notes": {"ppo": "the bundled model, trained for 4 players"},
+            "notes": {"ppo": "bundled models trained for 2 players and for 4 (also at 3, 5, 6)"},
         }
 
     @app.post("/api/games")

@@ -9,9 +9,11 @@ an event or a view shows another seat's hidden cards.
 
 A :class:`SessionStore` keeps at most ``max_games`` sessions under random, unguessable ids
 (``secrets.token_urlsafe``); creating one more drops the one used least recently. One lock per
-session serialises its moves, so two requests for one game never interleave. A finished game is
-saved once as a records file (:func:`evaluation.records.write_records`) under the store's
-folder, with the person as agent spec ``"human"``.
+session serialises its moves, so two requests for one game never interleave. A game is saved
+once as a records file (:func:`evaluation.records.write_records`) under the store's folder,
+with the person as agent spec ``"human"``: when it is over, or, once the person has moved, when
+it is dropped or the server stops (:meth:`SessionStore.close`), marked ``"unfinished": true``
+with the moves so far, as ``play.py`` saves a game quit early.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class PlaySession:
     log: list[str] = field(default_factory=list)
     turn: int = 0
     """Decisions applied so far, forced ones included; a move must name it (see :meth:`move`)."""
+    moves: int = 0
+    """The person's moves so far."""
     saved: Path | None = None
     save_error: str | None = None
     """Why the finished game could not be saved (the game itself is unaffected)."""
@@ -133,6 +137,7 @@ class PlaySession:
                 f"{PHASE_NAMES[game.phase]}: legal are {shown}",
             )
         events = [self._apply(action, forced=False)]
+        self.moves += 1
         return events + self.advance()
 
     def _apply(self, action: int, forced: bool) -> dict:
@@ -226,11 +231,28 @@ class SessionStore:
         with session.lock:
             session.opening = session.advance()
             self.save_if_over(session)
+        dropped = []
         with self._lock:
             while len(self._games) >= self.max_games:
-                self._games.popitem(last=False)
+                dropped.append(self._games.popitem(last=False)[1])
             self._games[session.id] = session
+        for old in dropped:
+            self._keep(old)
         return session
+
+    def close(self) -> None:
+        """Drop every game, saving those the person has moved in (the server is stopping)."""
+        with self._lock:
+            dropped = list(self._games.values())
+            self._games.clear()
+        for old in dropped:
+            self._keep(old)
+
+    def _keep(self, session: PlaySession) -> None:
+        """Save a dropped game, unless the person never moved in it."""
+        with session.lock:  # a move still being played ends first
+            if session.moves:
+                self.save(session)
 
     def get(self, game_id: str) -> PlaySession:
         """The session of ``game_id``; ``RequestError(404)`` for an unknown (or dropped) id."""
@@ -242,15 +264,21 @@ class SessionStore:
             return session
 
     def save_if_over(self, session: PlaySession) -> None:
-        """Save a game that is over, once, as ``out_dir/game-<UTC time>-<random>.json`` (call
-        it under the session's lock, after each move). A write that fails is reported in
-        ``save_error`` and not retried."""
-        if not session.game.is_over or session.saved is not None:
+        """Save a game that is over (call it under the session's lock, after each move)."""
+        if session.game.is_over:
+            self.save(session)
+
+    def save(self, session: PlaySession) -> None:
+        """Save the game, once, as ``out_dir/game-<UTC time>-<random>.json`` (under the
+        session's lock), marked ``"unfinished": true`` when it is not over. A write that fails
+        is reported in ``save_error`` and not retried."""
+        if session.saved is not None:
             return
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.out_dir / f"game-{stamp}-{secrets.token_hex(3)}.json"
+        extra = {"source": "web"} if session.game.is_over else {"source": "web", "unfinished": True}
         try:
-            write_records(path, session.config, session.specs, [session.record()])
+            write_records(path, session.config, session.specs, [session.record()], extra=extra)
         except OSError as error:  # a full disk must not lose the end of the game on screen
             session.save_error = f"could not save the game in {self.out_dir}: {error.strerror}"
             return
