@@ -266,6 +266,48 @@ def test_batched_engine_run_writes_a_checkpoint_that_loads_and_plays(batched_run
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(batched_run / "tb"))
 
 
+def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(tmp_path):
+    from safetensors.numpy import load_file
+
+    from training.checkpoints import average_models
+
+    done = run_train(
+        "--runs-dir", str(tmp_path), "--name", "soup", "--total-steps", "384", "--soup", "3",
+        *BATCHED,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = tmp_path / "soup"
+    kept = sorted((run / "kept").iterdir())
+    steps = [int(p.stem.removeprefix("step-")) for p in kept]
+    # The last three checkpoints (one every 64 steps or more), the run's final one last.
+    assert len(kept) == 3 and steps == sorted(steps) and len(set(steps)) == 3
+    assert steps[-1] == checkpoint_step(run / "checkpoint.safetensors")
+    final = load_file(str(run / "checkpoint.safetensors"))
+    last = load_file(str(kept[-1]))
+    for key, value in last.items():
+        np.testing.assert_array_equal(value, final[key], err_msg=key)
+    soup = load_file(str(run / "soup.safetensors"))
+    expected = load_file(str(average_models(kept, tmp_path / "expected.safetensors")))
+    assert soup.keys() == expected.keys() == last.keys()
+    for key in expected:
+        np.testing.assert_array_equal(soup[key], expected[key], err_msg=key)
+    assert any(not np.array_equal(soup[k], last[k]) for k in soup)  # an average, not one of them
+    plays_legal_moves(make(f"ppo:{run / 'soup.safetensors'}"), players=4, games=1)
+
+    # A policy kept past the checkpoint (a kill -9 between the two writes) is not in the
+    # resumed run's past: the resume drops it, and the soup is again of the last three.
+    stray = run / "kept" / f"step-{steps[-1] + 10**6:012d}.safetensors"
+    stray.write_bytes(kept[-1].read_bytes())
+    done = run_train("--resume", str(run), "--total-steps", str(steps[-1] + 64))
+    assert done.returncode == 0, done.stderr[-2000:]
+    now = sorted((run / "kept").iterdir())
+    assert not stray.exists() and len(now) == 3
+    before = [p for p in now if p in kept]  # the older ones that are still among the last three
+    assert before == kept[len(kept) - len(before) :] and len(before) < 3
+    last_step = int(now[-1].stem.removeprefix("step-"))
+    assert last_step == checkpoint_step(run / "checkpoint.safetensors")
+
+
 def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path):
     run = tmp_path / "self"
     run.mkdir()

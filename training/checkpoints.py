@@ -38,11 +38,14 @@ from training.pool import SELF
 CHECKPOINT = "checkpoint.safetensors"
 BEST = "best.safetensors"
 BEST_RECORD = "best.json"
+KEPT = "kept"
+"""The folder of the policies kept for the soup, ``step-<12-digit step>.safetensors``."""
+SOUP = "soup.safetensors"
 """Beside the best model: its score and step, written after it (so never ahead of it)."""
 EVALUATIONS = "evaluations.jsonl"
 IMITATION = "imitation.safetensors"
 OLD_CHECKPOINT = "checkpoint.zip"
-RESUMABLE_CHANGES = ("name", "runs_dir", "total_steps", "ray")
+RESUMABLE_CHANGES = ("name", "runs_dir", "total_steps", "ray", "soup")
 """Settings a checkpoint may differ in from config.json (a moved run, a new target, another
 Ray cluster)."""
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +99,27 @@ def policy_info(policy: Any, config: TrainConfig | None = None) -> dict[str, Any
 def save_policy_only(model: Any, path: str | Path, config: TrainConfig | None = None) -> Path:
     """Write ``model``'s policy as a lab model file (no optimizer state), atomically."""
     return write_model(path, model.policy.state_dict(), policy_info(model.policy, config))
+
+
+def kept_policies(run_dir: Path) -> list[Path]:
+    """The policies kept in ``run_dir/kept``, oldest first."""
+    return sorted((run_dir / KEPT).glob("step-*.safetensors"))
+
+
+def keep_policy(model: Any, config: TrainConfig) -> None:
+    """Keep the policy at this step for the soup, and only the last ``config.soup`` of them."""
+    if not config.soup:
+        return
+    save_policy_only(model, config.run_dir / KEPT / f"step-{model.num_timesteps:012d}.safetensors")
+    for old in kept_policies(config.run_dir)[: -config.soup]:
+        old.unlink()
+
+
+def drop_kept_after(run_dir: Path, step: int) -> None:
+    """Delete the kept policies past ``step`` (a resume from a checkpoint at ``step``)."""
+    for path in kept_policies(run_dir):
+        if int(path.stem.removeprefix("step-")) > step:
+            path.unlink()
 
 
 def _optimizer_parts(optimizer: Any) -> tuple[dict[str, Any], dict[str, Any]]:

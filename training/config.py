@@ -87,6 +87,9 @@ class TrainConfig:
     """Snapshots kept in the ``self`` pool (the most recent)."""
     checkpoint_every: int = 200_000
     """Steps between checkpoints."""
+    soup: int = 0
+    """Keep the policies of the last ``soup`` checkpoints (``kept/``) and write their parameter
+    average, a model soup, as ``soup.safetensors`` at the run's end (0: none)."""
     eval_every: int = 200_000
     """Steps between evaluations (0: never)."""
     eval_deals: int = 50
@@ -135,6 +138,8 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        if not isinstance(self.soup, int) or self.soup < 0:
+            raise ValueError(f"soup must be >= 0 (0: none); got {self.soup!r}")
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0 (0: never); got {self.eval_every}")
         if self.imitate_games < 1 or self.imitate_epochs < 1:

@@ -20,6 +20,8 @@ One run lives in ``runs/NAME/``:
 ``best.safetensors``        the policy with the best evaluation score so far
 ``best.json``               its score and step (written after it)
 ``imitation.safetensors``   with ``imitate``: the policy after the warm start, before any PPO
+``kept/``                   with ``soup``: the policies of the last ``soup`` checkpoints
+``soup.safetensors``        with ``soup``: their parameter average, written at the run's end
 ``evaluations.jsonl``       one line per evaluation: step, win rate and 95% interval per
                             opponent (rewritten atomically; a resume rolls it back to the
                             checkpoint's step, so the run's files describe one history)
@@ -56,8 +58,13 @@ from training.checkpoints import (
     CHECKPOINT,
     IMITATION,
     OLD_CHECKPOINT,
+    SOUP,
     RunState,
+    average_models,
     best_on_record,
+    drop_kept_after,
+    keep_policy,
+    kept_policies,
     load_checkpoint,
     save_checkpoint,
     save_policy_only,
@@ -202,6 +209,7 @@ class _RunCallback(BaseCallback):
         if steps - self.last_checkpoint >= config.checkpoint_every:
             self.last_checkpoint = steps
             save_checkpoint(self.model, config, self.state)
+            keep_policy(self.model, config)
         self.progress.show(rate, f"eval {self.latest_eval}")
 
     def _share_snapshots(self) -> None:
@@ -316,6 +324,7 @@ def train(config: TrainConfig, resume: bool = False) -> Path | None:
                 # What a killed process left half-done: an evaluation's model, temporary files.
                 for stale in [run_dir / EVAL_MODEL, *run_dir.glob(".*.tmp")]:
                     stale.unlink(missing_ok=True)
+                drop_kept_after(run_dir, model.num_timesteps)
                 # A resumed run deals new games rather than replaying the first ones.
                 venv.seed(spawn_seed(config.seed, ENV_STREAM, model.num_timesteps))
             else:
@@ -354,7 +363,11 @@ def train(config: TrainConfig, resume: bool = False) -> Path | None:
             entry = callback.run_evaluation(show=True)
             model.logger.dump(step=model.num_timesteps)
             print(f"final evaluation: {_eval_text(entry)} (score {entry['score']:.3f})")
-        return save_checkpoint(model, config, state)
+        path = save_checkpoint(model, config, state)
+        if config.soup:
+            keep_policy(model, config)
+            average_models(kept_policies(run_dir), run_dir / SOUP)
+        return path
     finally:
         close_vec_env(venv)
 

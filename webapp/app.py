@@ -74,10 +74,11 @@ def create_app(
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
     """The app: finished games are saved under ``out_dir``; the replay viewer lists the records
-        files under ``out_dir`` (label ``saved``) and ``records_dir`` (label ``records``). At most
-        ``max_games`` games are kept live; one dropped, or live when the server stops, is saved as
-    unfinished once the person has moved in it. ``allowed_hosts``: the ``Host`` header values accepted
-        (``None``: any), which shuts out pages of other sites that rebind a name to 127.0.0.1."""
+    files under ``out_dir`` (label ``saved``) and ``records_dir`` (label ``records``). At most
+    ``max_games`` games are kept live; one dropped, or live when the server stops, is saved as
+    unfinished once the person has moved in it. ``allowed_hosts``: the ``Host`` header values
+    accepted (``None``: any), which shuts out pages of other sites that rebind a name to
+    127.0.0.1."""
     store = SessionStore(Path(out_dir), max_games=max_games)
 
     @asynccontextmanager
