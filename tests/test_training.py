@@ -392,7 +392,7 @@ def test_bundled_player_beats_greedy_heads_up():
 
 
 def test_the_bundled_network_alone_has_no_prior_and_beats_greedy():
-    """``net_4p`` plays with the network only (76.7% against three greedy over 4,000 games in the
+    """``net_4p`` plays with the network only (80.1% against three greedy over 4,000 games in the
     README; parity 25%): no prior in its file, and well past parity on 40 seeded games."""
     from agents.ppo import BUNDLED_DIR
     from evaluation.tournament import play_tournament
@@ -404,6 +404,32 @@ def test_the_bundled_network_alone_has_no_prior_and_beats_greedy():
     records = play_tournament([spec, "greedy", "greedy", "greedy"], Config(), 10, 6, progress=False)
     wins = sum(1 / len(r.winners) for r in records if r.agents.index(0) in r.winners)
     assert wins / len(records) > 0.45
+
+
+def test_make_net_4p_is_the_recipe_recorded_with_the_bundled_network():
+    """The one documented command, ``make net_4p``, runs the commands ``net_4p.json`` records:
+    valid train.py runs, with the network the bundled file holds, the second keeping the soup."""
+    import shlex
+
+    import train
+    from agents.ppo import BUNDLED_DIR
+
+    shown = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "net_4p", "PY=python"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    recorded = json.loads((BUNDLED_DIR / "net_4p.json").read_text())["made_by"]
+    assert shown.stdout.splitlines() == recorded
+    imitation, ppo = (
+        train.config_from_args(train.parser().parse_args(shlex.split(c)[2:]))[0] for c in recorded
+    )
+    architecture = PPOAgent.load(BUNDLED_DIR / "net_4p.safetensors").info["architecture"]
+    for config in (imitation, ppo):
+        assert (config.net_pi, config.net_vf) == (architecture["net_pi"], architecture["net_vf"])
+        assert config.prior is architecture["prior"] is None
+    assert imitation.imitate == "planner" and imitation.total_steps == 0
+    assert ppo.init == f"runs/{imitation.name}/imitation.safetensors"
+    assert ppo.opponents == ["planner"] and ppo.soup == 10
 
 
 def small_policy() -> LegalSetPolicy:
