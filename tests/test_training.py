@@ -414,9 +414,11 @@ def test_make_net_4p_is_the_recipe_recorded_with_the_bundled_network():
     import train
     from agents.ppo import BUNDLED_DIR
 
+    # As from a shell, also under `make test` (a sub-make would say which folder it enters).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     shown = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "net_4p", "PY=python"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "net_4p", "PY=python"],
+        cwd=ROOT, capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     recorded = json.loads((BUNDLED_DIR / "net_4p.json").read_text())["made_by"]
     assert shown.stdout.splitlines() == recorded
