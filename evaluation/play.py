@@ -22,7 +22,7 @@ from pathlib import Path
 from agents import make
 from evaluation.moves import HOW, MoveError, menu, move_name, parse_move
 from evaluation.narrate import Narrator, Style, seat_labels
-from evaluation.records import copy_game, write_records
+from evaluation.records import copy_game, write_person_game
 from evaluation.tournament import GameRecord, agent_seed
 from odin_env.cards import COLOUR_LETTERS, COLOUR_NAMES
 from odin_env.observation import observe
@@ -71,8 +71,7 @@ def session_record(config: Config, seed: int, seat_specs: Sequence[str], actions
 def save(path: Path, config: Config, seed: int, specs: Sequence[str], actions: Sequence[int]):
     """Write the session's records file; return whether the game was finished."""
     record, finished = session_record(config, seed, specs, actions)
-    extra = {"source": "play"} if finished else {"source": "play", "unfinished": True}
-    write_records(path, config, specs, [record], extra=extra)
+    write_person_game(path, config, specs, record, "play")
     return finished
 
 

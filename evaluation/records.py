@@ -117,6 +117,15 @@ def write_records(
     write_atomic(Path(path), records_text(document).encode())
 
 
+def write_person_game(
+    path: Path, config: Config, specs: Sequence[str], record: GameRecord, source: str
+) -> None:
+    """Write the game of a person against agents (``source``: ``"play"``, ``"web"``) as a
+    records file of one game, marked ``"unfinished": true`` when it has no winners yet."""
+    extra = {"source": source} if record.winners else {"source": source, "unfinished": True}
+    write_records(path, config, specs, [record], extra=extra)
+
+
 def records_document(
     config: Config,
     specs: Sequence[str],
@@ -371,5 +380,5 @@ def check_game_index(records: RecordsFile, index: int) -> GameRecord:
 __all__ = [
     "RECORDS_FORMAT", "RECORDS_VERSION", "RecordsFile", "Step", "check_game_index",
     "config_dict", "copy_game", "describe_action", "load_records", "records_document",
-    "records_text", "replay", "replay_steps", "write_records",
+    "records_text", "replay", "replay_steps", "write_person_game", "write_records",
 ]  # fmt: skip

@@ -10,10 +10,10 @@ an event or a view shows another seat's hidden cards.
 A :class:`SessionStore` keeps at most ``max_games`` sessions under random, unguessable ids
 (``secrets.token_urlsafe``); creating one more drops the one used least recently. One lock per
 session serialises its moves, so two requests for one game never interleave. A game is saved
-once as a records file (:func:`evaluation.records.write_records`) under the store's folder,
-with the person as agent spec ``"human"``: when it is over, or, once the person has moved, when
-it is dropped or the server stops (:meth:`SessionStore.close`), marked ``"unfinished": true``
-with the moves so far, as ``play.py`` saves a game quit early.
+once as a records file (:func:`evaluation.records.write_person_game`) under the store's
+folder, with the person as agent spec ``"human"``: when it is over, or, once the person has
+moved, when it is dropped or the server stops (:meth:`SessionStore.close`), marked
+``"unfinished": true`` with the moves so far, as ``play.py`` saves a game quit early.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.registry import agent_names, make
-from evaluation.records import write_records
+from evaluation.records import write_person_game
 from evaluation.tournament import GameRecord
 from odin_env.observation import observe
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, PHASE_NAMES, Config, Game, check_action
@@ -276,9 +276,8 @@ class SessionStore:
             return
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.out_dir / f"game-{stamp}-{secrets.token_hex(3)}.json"
-        extra = {"source": "web"} if session.game.is_over else {"source": "web", "unfinished": True}
         try:
-            write_records(path, session.config, session.specs, [session.record()], extra=extra)
+            write_person_game(path, session.config, session.specs, session.record(), "web")
         except OSError as error:  # a full disk must not lose the end of the game on screen
             session.save_error = f"could not save the game in {self.out_dir}: {error.strerror}"
             return
