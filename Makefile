@@ -41,7 +41,7 @@ clean:
 	rm -rf $(VENV) .venv-rllib .pytest_cache .hypothesis
 
 web: $(STAMP)
-	$(PY) -m webapp $(ARGS)
+	$(PY) -m odin_lab.webapp $(ARGS)
 
 # Renew the README's picture of the web app (the browser test takes it; tests never write docs/).
 screenshot: $(STAMP) $(CHROMIUM)

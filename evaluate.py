@@ -1,4 +1,4 @@
-"""Tournaments and studies of Odin agents (a thin CLI over the ``evaluation`` package).
+"""Tournaments and studies of Odin agents (a thin CLI over the ``odin_lab.evaluation`` package).
 
     python evaluate.py tournament --agents planner greedy random random --games 2000 \\
         --players 4 --threshold 15 --seed 0 --workers 2 --out results/NAME
@@ -15,7 +15,7 @@ are the fields of ``odin_env.rules.Config``, with its docs and defaults.
 Deals are fixed by ``--seed`` and each
 deal is played once per seat rotation; results do not depend on ``--workers``, nor on
 ``--ray [ADDRESS]`` (every command: the games as Ray tasks on a cluster, or on a local Ray
-without an address; ``evaluation.distributed``). ``tournament
+without an address; ``odin_lab.evaluation.distributed``). ``tournament
 --engine`` picks how games are played (``auto``: the batched engine when every agent has a
 batched form; the results of deterministic agents do not depend on it). Bad input exits with
 code 2 and a one-line error.
@@ -28,8 +28,8 @@ import os
 import sys
 from pathlib import Path
 
-import cli
 from odin_env.rules import FIRST_PLAYER_RULES, Config
+from odin_lab import cli
 
 PROG = "evaluate.py"
 SHARED = ("threshold", "colours", "episode", "reward")
@@ -135,7 +135,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _show_parsers(sub: argparse._SubParsersAction) -> None:
-    """``replay`` and ``watch``: one game told move by move (``evaluation.narrate``)."""
+    """``replay`` and ``watch``: one game told move by move (``odin_lab.evaluation.narrate``)."""
     r = sub.add_parser("replay", help="tell a recorded game move by move")
     r.add_argument(
         "results", type=Path,
@@ -156,8 +156,8 @@ def _show_parsers(sub: argparse._SubParsersAction) -> None:
 
 def show(args: argparse.Namespace, prog: str) -> int:
     """``replay`` and ``watch``: print the game; exit code 0, or 2 with one line."""
-    from evaluation.narrate import Style, tell_record, use_colour
-    from evaluation.records import load_records, write_records
+    from odin_lab.evaluation.narrate import Style, tell_record, use_colour
+    from odin_lab.evaluation.records import load_records, write_records
 
     try:
         if args.command == "replay":
@@ -197,8 +197,8 @@ def show(args: argparse.Namespace, prog: str) -> int:
 def _watch(specs: list[str], config: Config, seed: int):
     """One new game between ``specs`` (deal 0, rotation 0 of a tournament seeded ``seed``)."""
     from agents import make
-    from evaluation.records import RecordsFile
-    from evaluation.tournament import play_deals
+    from odin_lab.evaluation.records import RecordsFile
+    from odin_lab.evaluation.tournament import play_deals
 
     record = play_deals([make(s) for s in specs], config, 1, seed, rotate=False, engine="single")
     return RecordsFile(config, tuple(specs), tuple(record))
@@ -246,7 +246,7 @@ def _check_common(args: argparse.Namespace) -> None:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     if args.ray is not None:
-        from evaluation.distributed import require_ray
+        from odin_lab.evaluation.distributed import require_ray
 
         require_ray()
     if args.seed < 0:
@@ -278,7 +278,7 @@ def validate(args: argparse.Namespace) -> Config | None:
                     raise ValueError(f"--thresholds must be positive integers; got {t}")
         return config
     if args.command == "leaderboard":
-        from evaluation.leaderboard import check
+        from odin_lab.evaluation.leaderboard import check
 
         default = min(Config().players, len(args.agents))  # Config's 4, or one per agent
         players = args.players if args.players is not None else default
@@ -310,17 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers is None:  # a local Ray takes every CPU unless told otherwise
         args.workers = (os.cpu_count() or 1) if args.ray is not None else args.default_workers
     if args.ray is not None:
-        from evaluation.distributed import connect
+        from odin_lab.evaluation.distributed import connect
 
         try:
             connect(args.ray, args.workers)  # before anything is played or written
         except ValueError as e:
             return cli.fail(prog, e)
 
-    from evaluation import studies
-    from evaluation.leaderboard import LeaderboardInterrupted, leaderboard
-    from evaluation.provenance import provenance
-    from evaluation.tournament import TournamentInterrupted
+    from odin_lab.evaluation import studies
+    from odin_lab.evaluation.leaderboard import LeaderboardInterrupted, leaderboard
+    from odin_lab.evaluation.provenance import provenance
+    from odin_lab.evaluation.tournament import TournamentInterrupted
 
     progress = not args.no_progress
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
@@ -374,8 +374,8 @@ def main(argv: list[str] | None = None) -> int:
 def _partial(prog: str, out: Path, specs: list[str], kept: str, hint: str) -> int:
     """After Ctrl-C with a partial result written: its provenance, one line saying what was
     kept; exit code 130."""
-    from evaluation.provenance import provenance
-    from evaluation.studies import write_json
+    from odin_lab.evaluation.provenance import provenance
+    from odin_lab.evaluation.studies import write_json
 
     write_json(out / "provenance.json", provenance(specs))
     print(f"\n{prog}: interrupted: {kept} are in {out}/ (marked partial){hint}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Play Odin against the lab's agents in the terminal (a thin CLI over ``evaluation.play``).
+"""Play Odin against the lab's agents in the terminal (a thin CLI over
+``odin_lab.evaluation.play``).
 
     python play.py --opponents ppo ppo ppo
     python play.py --opponents random --threshold 5 --seat 1 --seed 7 --out results/mine.json
@@ -18,8 +19,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-import cli
 from odin_env.rules import Config
+from odin_lab import cli
 
 PROG = "play.py"
 GAME_FLAGS = [f.name for f in fields(Config) if f.name != "seed"]
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = Config(**{"players": len(args.opponents) + 1, **cli.given(args, GAME_FLAGS)})
         from agents.registry import check_spec
-        from evaluation.play import check_setup
+        from odin_lab.evaluation.play import check_setup
 
         check_setup(config, args.seat, args.opponents)
         for spec in dict.fromkeys(args.opponents):
@@ -58,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or Path("results/play") / f"seed-{seed}.json"
         if out.is_dir():
             raise ValueError(f"--out {out} is a folder: name a file")
-        from evaluation.narrate import Style, use_colour
-        from evaluation.play import QuitRequested, Session, save
+        from odin_lab.evaluation.narrate import Style, use_colour
+        from odin_lab.evaluation.play import QuitRequested, Session, save
 
         style = Style(use_colour(sys.stdout, args.no_colour))
         session = Session(config, args.seat, args.opponents, seed, out, style)

@@ -1,4 +1,4 @@
-"""Train a PPO agent for Odin (the logic lives in the ``training`` package).
+"""Train a PPO agent for Odin (the logic lives in the ``odin_lab.training`` package).
 
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
     python train.py --name pool1 --init runs/greedy1/best.safetensors --opponents greedy self
@@ -9,8 +9,8 @@
     python train.py --name big --ray HOST:6379 --actors 15   # rollouts on a Ray cluster
     tensorboard --logdir runs
 
-Every flag is a field of ``odin_env.rules.Config`` (the game) or ``training.TrainConfig`` (the
-run), with the same name. The trained model plays as ``ppo:runs/NAME/best.safetensors`` in
+Every flag is a field of ``odin_env.rules.Config`` (the game) or ``odin_lab.training.TrainConfig``
+(the run), with the same name. The trained model plays as ``ppo:runs/NAME/best.safetensors`` in
 ``evaluate.py``. Model files and checkpoints are safetensors + JSON (docs/model-format.md):
 reading them never unpickles. Ctrl-C (or SIGTERM) saves a checkpoint first.
 Exit codes: 0 done, 2 a bad setting or an unusable run/checkpoint, 130 interrupted.
@@ -24,10 +24,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import cli
 from odin_env.rules import Config
-from training import TrainConfig, TrainingError, average_models, read_config, train
-from training.config import check_run_name
+from odin_lab import cli
+from odin_lab.training import TrainConfig, TrainingError, average_models, read_config, train
+from odin_lab.training.config import check_run_name
 
 PROG = "train.py"
 

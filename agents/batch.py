@@ -21,7 +21,7 @@ Keys: a batch's rows come from whichever games the caller batched together, so a
 batched agent drawing from one generator gives a game different actions in a different batch.
 An agent whose ``act_batch`` also takes ``keys`` (one ``uint64`` per row) draws each row's
 randomness from its key alone (``keyed_uniforms``); a caller that keys each row by its game
-and decision (``evaluation.tournament``) then gets the same games whatever the batch size.
+and decision (``odin_lab.evaluation.tournament``) then gets the same games whatever the batch size.
 """
 
 from __future__ import annotations

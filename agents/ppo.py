@@ -1,8 +1,8 @@
 """The PPO player: a trained policy played with numpy (no torch at play time).
 
-:class:`NumpyPolicy` is the actor of a policy trained by :mod:`training` (the network that
-:class:`training.policy.LegalSetPolicy` trains): hidden layers, an output row per action, and
-the shared action features (:data:`ACTION_FEATURES`, folded into the output layer once at load).
+:class:`NumpyPolicy` is the actor of a policy trained by :mod:`odin_lab.training` (the network that
+:class:`odin_lab.training.policy.LegalSetPolicy` trains): hidden layers, an output row per action,
+and the shared action features (:data:`ACTION_FEATURES`, folded into the output layer once at load).
 It plays deterministically (the most probable legal action) by default, or samples with a seeded
 generator (Gumbel-max over the legal actions).
 

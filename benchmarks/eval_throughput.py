@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from evaluation.tournament import play_tournament
 from odin_env.rules import Config
+from odin_lab.evaluation.tournament import play_tournament
 
 CONFIG = Config(players=4, threshold=15)
 
@@ -52,7 +52,7 @@ def main() -> None:
     print(f"greedy x4, {args.games} games: 1 worker {one:.1f} games/s, "
           f"2 workers {two:.1f} games/s (x{two / one:.2f})")  # fmt: skip
     if args.ray:
-        from evaluation.distributed import connect
+        from odin_lab.evaluation.distributed import connect
 
         connect("local", 2)
         games_per_second("greedy", 64, args.seed, ray="local")  # workers up, agents built

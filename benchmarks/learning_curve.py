@@ -1,9 +1,9 @@
 """A from-scratch learning benchmark: the win rate a PPO agent reaches after fixed amounts of
 training wall-clock time, against 3 x greedy and 3 x planner (4 players).
 
-A new model is trained with the lab's default :class:`training.TrainConfig` settings on the
+A new model is trained with the lab's default :class:`odin_lab.training.TrainConfig` settings on the
 batched engine (``selfplay_batch`` games in lockstep, one torch thread, one core) against
-``--train-opponents``, seeded by ``--seed`` as :func:`training.train` seeds a run. When the
+``--train-opponents``, seeded by ``--seed`` as :func:`odin_lab.training.train` seeds a run. When the
 training clock passes each of ``--minutes`` (at the end of the update that crosses it, never two
 points on one update) the clock stops while the policy is saved as ``OUT/minutes-M.safetensors``
 and plays ``--deals`` deals, each from every seat (x4 games), against three copies of each
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli import Parser, restore_interrupts
+from odin_lab.cli import Parser, restore_interrupts
 
 COLUMNS = (
     "minutes", "train_seconds", "decisions", "steps_per_s", "opponent", "win_rate", "ci_low",
@@ -60,7 +60,7 @@ def row_text(row: dict, parity: float) -> str:
 def parse_args(argv: list[str] | None = None) -> Any:
     """The flags, checked: one line naming the problem and exit 2 on bad input."""
     from agents.registry import check_spec
-    from training.pool import SELF, check_kinds
+    from odin_lab.training.pool import SELF, check_kinds
 
     parser = Parser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
@@ -111,7 +111,7 @@ def figure(results: list[dict], parity: float, games: int) -> Any:
     from matplotlib import transforms
     from matplotlib.figure import Figure
 
-    from evaluation.figures import COLOURS, FAIR, STYLE, WIDTH, interval
+    from odin_lab.evaluation.figures import COLOURS, FAIR, STYLE, WIDTH, interval
 
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(WIDTH, 3.2), layout="constrained")
@@ -141,7 +141,7 @@ def figure(results: list[dict], parity: float, games: int) -> Any:
 def write_results(out: Path, report: dict) -> None:
     """``learning_curve.json``, ``.csv`` and ``.png`` (+ ``.pdf``) in ``out``, each atomically."""
     from agents.files import write_atomic
-    from evaluation.figures import save_figure
+    from odin_lab.evaluation.figures import save_figure
 
     write_atomic(out / "learning_curve.json", (json.dumps(report, indent=2) + "\n").encode())
     text = io.StringIO()
@@ -161,13 +161,13 @@ def main(argv: list[str] | None = None) -> None:
     from tqdm import tqdm
 
     from odin_env.seeding import spawn_seed
-    from training.checkpoints import save_policy_only
-    from training.config import TrainConfig, config_to_json
-    from training.model import build_model
-    from training.pool import OpponentPool
-    from training.run import ENV_STREAM, POOL_STREAM, evaluate
-    from training.selfplay import train_selfplay
-    from training.subproc import spaces_env
+    from odin_lab.training.checkpoints import save_policy_only
+    from odin_lab.training.config import TrainConfig, config_to_json
+    from odin_lab.training.model import build_model
+    from odin_lab.training.pool import OpponentPool
+    from odin_lab.training.run import ENV_STREAM, POOL_STREAM, evaluate
+    from odin_lab.training.selfplay import train_selfplay
+    from odin_lab.training.subproc import spaces_env
 
     config = TrainConfig(opponents=list(args.train_opponents), seed=args.seed, engine="batched")
     config.check()

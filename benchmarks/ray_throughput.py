@@ -1,14 +1,14 @@
 """Learner steps per second of batched PPO training in one process and on N Ray actors, and
 what each part of a Ray update costs, 4 players against ``--opponent`` (default ``greedy``).
 
-All settings are :class:`training.TrainConfig`'s defaults (``n_steps x n_envs`` = 4,096
+All settings are :class:`odin_lab.training.TrainConfig`'s defaults (``n_steps x n_envs`` = 4,096
 decisions per update, ``selfplay_batch`` 256 games per collector, 1,024-sample minibatches, 4
 epochs, one torch thread). Measured in the same run, after one warm-up update each (numba,
 actor start-up):
 
-- ``one process``: :func:`training.selfplay.train_selfplay` as ``train.py`` runs it;
-- ``ray, N actors``: the same with :class:`training.actors.RayCollector` on a local Ray of N
-  CPUs (``--actors 1 2``): each actor collects 4,096 / N decisions of its own games;
+- ``one process``: :func:`odin_lab.training.selfplay.train_selfplay` as ``train.py`` runs it;
+- ``ray, N actors``: the same with :class:`odin_lab.training.actors.RayCollector` on a local Ray of
+  N CPUs (``--actors 1 2``): each actor collects 4,096 / N decisions of its own games;
 - the parts of one update cycle: collecting 4,096 decisions in one process and the update
   (``train_on_rollout``) on them, in wall and CPU seconds (CPU time holds up when other
   processes share the cores); moving that rollout from an actor to the learner (a Ray call
@@ -34,11 +34,11 @@ def steps_per_s(config, updates: int, actors: int | None) -> tuple[float, float]
     after one warm-up update; ``actors`` None: in this process."""
     from dataclasses import replace
 
-    from training.actors import RayCollector
-    from training.model import build_model
-    from training.pool import OpponentPool
-    from training.selfplay import train_selfplay
-    from training.subproc import spaces_env
+    from odin_lab.training.actors import RayCollector
+    from odin_lab.training.model import build_model
+    from odin_lab.training.pool import OpponentPool
+    from odin_lab.training.selfplay import train_selfplay
+    from odin_lab.training.subproc import spaces_env
 
     size = config.n_steps * config.n_envs
     common = dict(batch=config.selfplay_batch, rollout_decisions=size, progress=False)
@@ -70,11 +70,11 @@ def parts(config, repeats: int = 3) -> dict[str, float]:
     import ray
 
     from odin_env.batched import BatchedGames
-    from training.collector import SelfPlayCollector
-    from training.model import build_model
-    from training.pool import OpponentPool
-    from training.subproc import spaces_env
-    from training.update import train_on_rollout
+    from odin_lab.training.collector import SelfPlayCollector
+    from odin_lab.training.model import build_model
+    from odin_lab.training.pool import OpponentPool
+    from odin_lab.training.subproc import spaces_env
+    from odin_lab.training.update import train_on_rollout
 
     model = build_model(config, spaces_env(config), tensorboard=False)
     pool = OpponentPool(config.opponents, config.game.players, seed=config.seed)
@@ -134,8 +134,8 @@ def parts(config, repeats: int = 3) -> dict[str, float]:
 def main() -> None:
     import ray
 
-    from evaluation.distributed import connect
-    from training.config import TrainConfig
+    from odin_lab.evaluation.distributed import connect
+    from odin_lab.training.config import TrainConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2], help="actor counts")

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from agents.registry import check_spec, make
-from evaluation.stats import wilson
-from evaluation.tournament import play_deals
 from odin_env.rules import Config
+from odin_lab.evaluation.stats import wilson
+from odin_lab.evaluation.tournament import play_deals
 
 
 class _Timed:

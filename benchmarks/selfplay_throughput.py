@@ -3,14 +3,14 @@ single-seat SubprocVecEnv path, 4 players, same PPO settings, measured in the sa
 
 A learner step is one decision PPO trains on; each figure is whole training wall time
 (collection and updates) over whole rollouts, after one warm-up rollout (numba compilation, the
-subprocesses' start). Both use :func:`training.build_model` with the
-:class:`training.TrainConfig` defaults (``n_steps x n_envs`` decisions per update,
+subprocesses' start). Both use :func:`odin_lab.training.build_model` with the
+:class:`odin_lab.training.TrainConfig` defaults (``n_steps x n_envs`` decisions per update,
 1,024-sample minibatches, 4 epochs, one torch thread):
 
-- ``single-seat``: ``model.learn`` on :func:`training.make_vec_env` (``n_envs``
+- ``single-seat``: ``model.learn`` on :func:`odin_lab.training.make_vec_env` (``n_envs``
   subprocesses of ``SingleAgentEnv``; ``--opponent`` plays the other seats inside ``step``,
   default ``random``, the cheapest opponent, so the figure favours this path);
-- ``self-play``: :class:`training.selfplay.SelfPlayCollector` on ``--batch`` games of
+- ``self-play``: :class:`odin_lab.training.selfplay.SelfPlayCollector` on ``--batch`` games of
   :class:`odin_env.batched.BatchedGames` in the main process, then ``model.train()``, in steady
   state (decisions carried over from the previous rollout included).
 
@@ -30,8 +30,8 @@ import torch as th
 
 def single_seat(config, rollouts: int) -> float:
     """Steps/s of ``model.learn`` on the subprocess envs, after one warm-up rollout."""
-    from training.model import build_model
-    from training.subproc import make_vec_env
+    from odin_lab.training.model import build_model
+    from odin_lab.training.subproc import make_vec_env
 
     venv = make_vec_env(config, seed=0)
     try:
@@ -51,9 +51,9 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
 
     from odin_env.batched import BatchedGames
     from odin_env.single_agent import SingleAgentEnv
-    from training.collector import SelfPlayCollector
-    from training.model import build_model
-    from training.update import train_on_rollout
+    from odin_lab.training.collector import SelfPlayCollector
+    from odin_lab.training.model import build_model
+    from odin_lab.training.update import train_on_rollout
 
     spaces_only = DummyVecEnv([lambda: SingleAgentEnv(config.game)])
     model = build_model(config, spaces_only, tensorboard=False)
@@ -73,7 +73,7 @@ def self_play(config, batch: int, rollouts: int) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    from training.config import TrainConfig
+    from odin_lab.training.config import TrainConfig
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=256, help="games in lockstep (self-play)")

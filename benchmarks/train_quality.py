@@ -2,8 +2,8 @@
 what it learned rather than by speed.
 
 For each engine (``batched``: the lab's default; ``subproc``: ``SingleAgentEnv`` processes) and
-each seed, :func:`training.train` runs ``--steps`` learner decisions from scratch against
-``--opponent`` with the default :class:`training.TrainConfig` settings; the final policy
+each seed, :func:`odin_lab.training.train` runs ``--steps`` learner decisions from scratch against
+``--opponent`` with the default :class:`odin_lab.training.TrainConfig` settings; the final policy
 then plays a seeded rotated-seat tournament against three copies of ``--opponent`` (the same
 deals for every run). Printed: each run's win rate with its 95% Wilson interval, its training
 wall time and learner steps per second.
@@ -21,9 +21,9 @@ import time
 
 
 def main() -> None:
-    from evaluation.stats import agent_summary
-    from evaluation.tournament import play_tournament
-    from training import TrainConfig, train
+    from odin_lab.evaluation.stats import agent_summary
+    from odin_lab.evaluation.tournament import play_tournament
+    from odin_lab.training import TrainConfig, train
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100_000, help="learner decisions per run")

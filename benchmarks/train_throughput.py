@@ -2,11 +2,11 @@
 
 Three measurements in the same run, with ``--opponent`` (default ``greedy``) in the 3 other seats:
 
-- ``batched`` (the lab's default): :class:`training.TrainConfig`'s settings (legal-set
+- ``batched`` (the lab's default): :class:`odin_lab.training.TrainConfig`'s settings (legal-set
   policy, 1,024-sample minibatches, 4 epochs, one torch thread) on the batched engine:
   ``selfplay_batch`` games in lockstep in one process, the learner in one seat per game drawn per
   episode, the opponents asked once per step for all their rows
-  (:class:`training.pool.OpponentPool`);
+  (:class:`odin_lab.training.pool.OpponentPool`);
 - ``subproc``: the same settings on ``n_envs`` subprocesses of ``SingleAgentEnv``;
 - ``sb3 defaults``: sb3-contrib's default ``MaskablePPO`` (64-sample minibatches, 10 epochs, its
   own masked distribution) on the same subprocess envs, for reference.
@@ -38,10 +38,10 @@ def measure(model, rollout_steps: int, rollouts: int) -> float:
 
 def batched(config, rollouts: int) -> tuple[float, float]:
     """Steps/s of batched training and the share of its time spent collecting."""
-    from training.model import build_model
-    from training.pool import OpponentPool
-    from training.selfplay import train_selfplay
-    from training.subproc import spaces_env
+    from odin_lab.training.model import build_model
+    from odin_lab.training.pool import OpponentPool
+    from odin_lab.training.selfplay import train_selfplay
+    from odin_lab.training.subproc import spaces_env
 
     model = build_model(config, spaces_env(config), tensorboard=False)
     pool = OpponentPool(config.opponents, config.game.players, seed=config.seed)
@@ -55,9 +55,9 @@ def batched(config, rollouts: int) -> tuple[float, float]:
 def main() -> None:
     from sb3_contrib import MaskablePPO
 
-    from training.config import TrainConfig
-    from training.model import build_model
-    from training.subproc import make_vec_env
+    from odin_lab.training.config import TrainConfig
+    from odin_lab.training.model import build_model
+    from odin_lab.training.subproc import make_vec_env
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--opponent", default="greedy", help="agent playing the 3 other seats")

@@ -1,7 +1,7 @@
 """What the examples share: their flags, and the win rate of a trained policy against
-``random`` measured by the lab's tournament code (``evaluation.tournament.play_deals``: seeded
-deals, each played from every seat; ``evaluation.stats``: the win rate with its 95% Wilson
-interval)."""
+``random`` measured by the lab's tournament code (``odin_lab.evaluation.tournament.play_deals``:
+seeded deals, each played from every seat; ``odin_lab.evaluation.stats``: the win rate with its 95%
+Wilson interval)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-import cli
 from agents import make
-from evaluation import stats
-from evaluation.tournament import play_deals
 from odin_env.rules import Config
+from odin_lab import cli
+from odin_lab.evaluation import stats
+from odin_lab.evaluation.tournament import play_deals
 
 GAME = ("players", "threshold")
 """The game settings the examples take as flags (``odin_env.rules.Config`` fields)."""

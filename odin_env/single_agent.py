@@ -29,7 +29,8 @@ Opponents (``opponents``), agent objects, never names (this package imports no a
 - an :class:`OpponentDraw`: a callable ``draw(rng, seat) -> (kind, table)`` called once per
   episode with the env's generator and the learner's seat, returning a name for the episode's
   opponents and one policy per seat (``None`` at the learner's). Training's opponent pool is one
-  (``training.pool.OpponentPool``: a kind drawn per episode, frozen snapshots of the learner).
+  (``odin_lab.training.pool.OpponentPool``: a kind drawn per episode, frozen snapshots of the
+  learner).
 
 Each policy with ``reset(seat, seed)`` is reset before each episode with a seed drawn from the
 env's generator.

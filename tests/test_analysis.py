@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evaluation.analysis import (
+from odin_env.cards import parse_card
+from odin_env.combos import SINGLE, combo_index
+from odin_env.observation import observe
+from odin_env.rules import PASS, TAKE, Config, Game
+from odin_lab.evaluation.analysis import (
     action_text,
     agent_available,
     behaviour,
@@ -18,11 +22,7 @@ from evaluation.analysis import (
     summarise,
     two_proportions,
 )
-from evaluation.tournament import play_tournament
-from odin_env.cards import parse_card
-from odin_env.combos import SINGLE, combo_index
-from odin_env.observation import observe
-from odin_env.rules import PASS, TAKE, Config, Game
+from odin_lab.evaluation.tournament import play_tournament
 
 CONFIG = Config(players=4)
 

@@ -19,11 +19,11 @@ from agents.batched_heuristics import BatchGreedyAgent
 from agents.hand import VALUE_OF, joins, see
 from agents.heuristics import Greedy
 from agents.registry import has_batch_form, make_batch_agent
-from evaluation.tournament import play_deals, play_tournament
 from odin_env.batched import BatchedGames
 from odin_env.combos import COMBO_BITS, COMBO_SIZE
 from odin_env.observation import LAYOUT, OBS_SIZE, views
 from odin_env.rules import NUM_ACTIONS, PASS, TAKE, Config
+from odin_lab.evaluation.tournament import play_deals, play_tournament
 
 # 2-6 players; default colours and the fewest the players allow; both episode modes; forced
 # decisions applied by the engine or shown (only then do pass-only decisions reach an agent).

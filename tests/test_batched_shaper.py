@@ -17,10 +17,10 @@ from agents.batched_shaper import BatchShaperAgent
 from agents.hand import see
 from agents.heuristics import Planner, Shaper
 from agents.registry import has_batch_form, make_batch_agent
-from evaluation.tournament import play_deals
 from odin_env.batched import BatchedGames
 from odin_env.combos import COMBO_BITS
 from odin_env.rules import PASS, Config
+from odin_lab.evaluation.tournament import play_deals
 
 _CONFIGS = [
     (Config(players=n, threshold=10, colours=colours, episode=episode), auto_forced)

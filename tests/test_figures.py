@@ -12,8 +12,8 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import ErrorbarContainer
 
-from evaluation import figures, stats, studies
 from odin_env.rules import Config
+from odin_lab.evaluation import figures, stats, studies
 
 
 def errorbars(ax) -> list[ErrorbarContainer]:

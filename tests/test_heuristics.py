@@ -19,12 +19,12 @@ from scipy import stats
 
 from agents import make
 from agents.heuristics import HEURISTICS
-from evaluation.stats import seat_shares
-from evaluation.tournament import play_tournament
 from odin_env.cards import parse_card
 from odin_env.combos import COMBO_BITS, combo_index
 from odin_env.observation import observe
 from odin_env.rules import PASS, Config, Game
+from odin_lab.evaluation.stats import seat_shares
+from odin_lab.evaluation.tournament import play_tournament
 
 CONFIG = Config(players=4, threshold=15)
 

@@ -13,23 +13,35 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["odin_env", "agents", "evaluation", "training", "webapp"]
+LAYERS = ["odin_env", "agents", "odin_lab.evaluation", "odin_lab.training", "odin_lab.webapp"]
 """Bottom to top: a package may import only itself and the ones before it, except as below."""
-CLI_LEVEL = {"webapp"}
-"""Packages at the command-line tools' level (``python -m webapp``): they may import ``cli``."""
-NOT_BELOW = {"webapp": {"training"}}
+CLI = "odin_lab.cli"
+"""The CLIs' shared helpers: they sit on top, with the command-line tools."""
+CLI_LEVEL = {"odin_lab.webapp"}
+"""Packages at the command-line tools' level (``python -m odin_lab.webapp``): they may import
+``odin_lab.cli``."""
+NOT_BELOW = {"odin_lab.webapp": {"odin_lab.training"}}
 """Packages a package may not import although they sit below it (the web app plays, it does
 not train)."""
+
+
+def layer(name: str) -> str | None:
+    """The layer a module belongs to (the longest layer name it starts with), or None."""
+    for package in sorted(LAYERS, key=len, reverse=True):
+        if name == package or name.startswith(package + "."):
+            return package
+    return None
 
 
 def modules() -> dict[str, Path]:
     found = {}
     for package in LAYERS:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sorted((ROOT / package.replace(".", "/")).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path
-    for script in ("cli", "train", "evaluate", "play"):
+    found[CLI] = ROOT / "odin_lab" / "cli.py"
+    for script in ("train", "evaluate", "play"):
         found[script] = ROOT / f"{script}.py"
     for path in sorted((ROOT / "examples").glob("*.py")):  # on top, like the CLIs
         found[f"examples.{path.stem}"] = path
@@ -61,18 +73,14 @@ def graph() -> dict[str, set[str]]:
 def test_every_import_runs_down_the_layers():
     upward = []
     for name, targets in graph().items():
-        if name.split(".")[0] not in LAYERS:
+        if layer(name) is None:
             continue  # the CLIs sit on top
-        mine = LAYERS.index(name.split(".")[0])
+        mine = LAYERS.index(layer(name))
         for target in targets:
-            top = target.split(".")[0]
-            if top == "cli" and name.split(".")[0] in CLI_LEVEL:
+            top = layer(target)
+            if target == CLI and layer(name) in CLI_LEVEL:
                 continue
-            if (
-                top not in LAYERS
-                or LAYERS.index(top) > mine
-                or top in NOT_BELOW.get(name.split(".")[0], ())
-            ):
+            if top is None or LAYERS.index(top) > mine or top in NOT_BELOW.get(layer(name), ()):
                 upward.append(f"{name} -> {target}")
     assert upward == []
 
@@ -112,10 +120,10 @@ def test_the_environment_loads_nothing_outside_itself_and_its_libraries():
         name for name in third_party if not name.startswith("_") and name not in allowed_libraries
     }
     # What gymnasium and numba pull in themselves is theirs; ours and the heavy ones must not be.
-    assert not strays & {"torch", "stable_baselines3", "sb3_contrib", "agents", "training"}
+    assert not strays & {"torch", "stable_baselines3", "sb3_contrib", "agents", "odin_lab"}
     # (numba imports scipy itself when present, so scipy is numba's, not ours)
-    assert not strays & {"evaluation", "matplotlib", "openskill", "tqdm", "tensorboard"}
-    assert not strays & {"webapp", "fastapi", "uvicorn"}
+    assert not strays & {"matplotlib", "openskill", "tqdm", "tensorboard"}
+    assert not strays & {"fastapi", "uvicorn"}
     assert "agents" not in tops and "torch" not in tops
 
 

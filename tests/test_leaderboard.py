@@ -16,10 +16,10 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 import evaluate
-from evaluation import figures
-from evaluation import leaderboard as lb
-from evaluation.records import config_dict, load_records, replay
 from odin_env.rules import Config
+from odin_lab.evaluation import figures
+from odin_lab.evaluation import leaderboard as lb
+from odin_lab.evaluation.records import config_dict, load_records, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("leaderboard.json", "leaderboard.csv", "leaderboard.png")

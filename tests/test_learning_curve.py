@@ -20,8 +20,8 @@ import pytest
 
 from agents.registry import make, make_batch_agent
 from odin_env.rules import Config
-from training.config import TrainConfig
-from training.run import evaluate
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.run import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "learning_curve.py"

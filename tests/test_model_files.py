@@ -20,7 +20,7 @@ import pytest
 from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT, PPOAgent, read_model
 from agents.registry import make
 from odin_env.rules import NUM_ACTIONS
-from training.config import TrainConfig, dumps
+from odin_lab.training.config import TrainConfig, dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parent / "data" / "ppo_4p_reference.npz"
@@ -191,9 +191,9 @@ def test_the_bundled_model_is_a_lab_file_that_plays_as_the_old_zip_did():
 def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path):
     """``train.py --import-sb3-zip`` converts a genuine MaskablePPO .zip; the lab file plays
     what the live policy plays and records its architecture."""
-    from training import build_model
-    from training.policy import snapshot
-    from training.subproc import spaces_env
+    from odin_lab.training import build_model
+    from odin_lab.training.policy import snapshot
+    from odin_lab.training.subproc import spaces_env
 
     config = TrainConfig(prior="greedy", net_pi=[16], net_vf=[8], runs_dir=str(tmp_path))
     model = build_model(config, spaces_env(config), tensorboard=False)
@@ -218,8 +218,8 @@ def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path)
 def test_a_model_played_at_another_table_size_says_so_once():
     import warnings as w
 
-    from evaluation.tournament import play_game
     from odin_env.rules import Config, Game
+    from odin_lab.evaluation.tournament import play_game
 
     agent = PPOAgent.load(BUNDLED_MODEL)
     assert agent.info["players"] == 4

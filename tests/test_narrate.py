@@ -1,5 +1,5 @@
-"""Games told as a person tells them (``evaluation.narrate``), moves read as a person types
-them (``evaluation.moves``), and ``evaluate.py replay`` / ``watch`` as a user runs them."""
+"""Games told as a person tells them (``odin_lab.evaluation.narrate``), moves read as a person types
+them (``odin_lab.evaluation.moves``), and ``evaluate.py replay`` / ``watch`` as a user runs them."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import oracle
 import pytest
 
 from agents import make
-from evaluation.moves import MoveError, menu, move_name, parse_move
-from evaluation.narrate import Narrator, Style, seat_labels, tell_steps, use_colour
-from evaluation.records import load_records, replay_steps, write_records
-from evaluation.tournament import play_deals
 from odin_env.cards import parse_card
 from odin_env.combos import combo_index_of_bits
 from odin_env.rules import LEAD, PASS, TAKE, Config, Game
+from odin_lab.evaluation.moves import MoveError, menu, move_name, parse_move
+from odin_lab.evaluation.narrate import Narrator, Style, seat_labels, tell_steps, use_colour
+from odin_lab.evaluation.records import load_records, replay_steps, write_records
+from odin_lab.evaluation.tournament import play_deals
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = re.compile(r"\b[RYGBPO][1-9]\b")

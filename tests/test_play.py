@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from evaluation.records import load_records, replay, replay_steps
+from odin_lab.evaluation.records import load_records, replay, replay_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "your move> "

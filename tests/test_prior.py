@@ -14,12 +14,12 @@ from agents.registry import make
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
-from training.checkpoints import save_policy_only
-from training.collector import SelfPlayCollector
-from training.config import TrainConfig
-from training.model import build_model
-from training.policy import LegalSetPolicy, prior_space, snapshot
-from training.subproc import spaces_env
+from odin_lab.training.checkpoints import save_policy_only
+from odin_lab.training.collector import SelfPlayCollector
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.model import build_model
+from odin_lab.training.policy import LegalSetPolicy, prior_space, snapshot
+from odin_lab.training.subproc import spaces_env
 
 PLANNER = make("planner")
 
@@ -152,7 +152,7 @@ def test_a_prior_needs_the_batched_engine():
 
 def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_path):
     from agents.ppo import read_model
-    from training.checkpoints import average_models
+    from odin_lab.training.checkpoints import average_models
 
     paths = []
     for seed, weight in ((0, 1.0), (1, 3.0)):

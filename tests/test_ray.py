@@ -22,10 +22,10 @@ import ray
 
 import evaluate
 import train
-from evaluation.tournament import TournamentInterrupted, play_tournament
 from odin_env.rules import Config
-from training import TrainConfig
-from training.collector import Rollout, gae
+from odin_lab.evaluation.tournament import TournamentInterrupted, play_tournament
+from odin_lab.training import TrainConfig
+from odin_lab.training.collector import Rollout, gae
 
 ROOT = Path(__file__).resolve().parents[1]
 # One cluster for the module, also under pytest-xdist (make test runs --dist loadgroup).
@@ -110,7 +110,7 @@ def test_a_worker_killed_mid_tournament_has_its_chunk_played_again(cluster):
 
 def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
     """SIGINT from another thread once the first chunk is in, as a terminal's Ctrl-C comes."""
-    import evaluation.tournament as tournament
+    import odin_lab.evaluation.tournament as tournament
 
     specs, config, deals = ["greedy", "shaper", "greedy", "shaper"], Config(players=4), 160
     first_in = threading.Event()
@@ -174,8 +174,8 @@ def _tensors(path: Path) -> dict[str, np.ndarray]:
 
 
 def test_two_actors_train_reproducibly_and_the_run_resumes(cluster, tmp_path):
-    from training import train as train_run
-    from training.checkpoints import checkpoint_step
+    from odin_lab.training import train as train_run
+    from odin_lab.training.checkpoints import checkpoint_step
 
     first = train_run(_train_config(tmp_path, "a", 300))
     second = train_run(_train_config(tmp_path, "b", 300))
@@ -195,7 +195,7 @@ def test_two_actors_train_reproducibly_and_the_run_resumes(cluster, tmp_path):
 def test_merged_rollouts_keep_each_actors_advantages():
     """Actor k's rows follow actor k-1's; each ``next_index`` link is shifted with them, so GAE
     over the merged rollout gives every actor's own advantages."""
-    from training.actors import merge_rollouts
+    from odin_lab.training.actors import merge_rollouts
 
     rng = np.random.default_rng(0)
 

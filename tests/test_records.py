@@ -1,7 +1,7 @@
-"""Records files (``evaluation.records``, docs/records.md): every recorded game replays, from its
-seed and its non-forced actions, to the totals and winners it had, on both tournament engines,
-for every agent kind and 2-6 players; corrupted records and files are refused with one clear
-line; the file format round-trips."""
+"""Records files (``odin_lab.evaluation.records``, docs/records.md): every recorded game replays,
+from its seed and its non-forced actions, to the totals and winners it had, on both tournament
+engines, for every agent kind and 2-6 players; corrupted records and files are refused with one
+clear line; the file format round-trips."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from probe_agents import ObsHash
 
 from agents.registry import agent_names, has_batch_form, make, make_batch_agent
-from evaluation import studies
-from evaluation.records import (
+from odin_env.rules import PASS, Config, Game
+from odin_lab.evaluation import studies
+from odin_lab.evaluation.records import (
     RECORDS_FORMAT,
     RECORDS_VERSION,
     load_records,
@@ -23,8 +24,7 @@ from evaluation.records import (
     replay_steps,
     write_records,
 )
-from evaluation.tournament import GameRecord, play_deals
-from odin_env.rules import PASS, Config, Game
+from odin_lab.evaluation.tournament import GameRecord, play_deals
 
 _CHEAP = {"search": "search:1"}
 """Cheaper settings of slow agents (the same code, fewer playouts): the test is about records."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from training.checkpoints import checkpoint_step, read_run
+from odin_lab.training.checkpoints import checkpoint_step, read_run
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLLOUT = 64  # n_envs x n_steps below

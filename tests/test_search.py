@@ -9,10 +9,10 @@ import pytest
 from agents.hand import see
 from agents.registry import make
 from agents.search import SearchAgent, _position, _sample_hands, win_chance
-from evaluation.tournament import play_deals
 from odin_env.cards import cards_of
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
+from odin_lab.evaluation.tournament import play_deals
 
 
 def _midgame(config: Config, seed: int, steps: int) -> Game:
@@ -139,7 +139,7 @@ def test_win_chance_is_exact_at_the_end_and_a_distribution_before() -> None:
 def test_search_beats_the_policy_it_plays_out() -> None:
     """Against ``greedy`` (its own playout policy) at 2 players, rotated seats: the search
     must win clearly more than half (Wilson lower bound above 50%)."""
-    from evaluation.stats import wilson
+    from odin_lab.evaluation.stats import wilson
 
     config = Config(players=2, threshold=10)
     records = play_deals([make("search:48"), make("greedy")], config, 40, seed=2024)

@@ -13,12 +13,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.single_agent import SingleAgentEnv
-from training.collector import FinishedEpisode, SelfPlayCollector, gae
-from training.config import TrainConfig
-from training.model import build_model
-from training.pool import LEARNER, OpponentPool
-from training.selfplay import episode_summary, train_selfplay
-from training.update import train_on_rollout
+from odin_lab.training.collector import FinishedEpisode, SelfPlayCollector, gae
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.model import build_model
+from odin_lab.training.pool import LEARNER, OpponentPool
+from odin_lab.training.selfplay import episode_summary, train_selfplay
+from odin_lab.training.update import train_on_rollout
 
 GAMMA, LAMBDA = 0.9, 0.8
 

@@ -11,7 +11,7 @@ from odin_env.cards import parse_card
 from odin_env.combos import combo_index
 from odin_env.rules import PASS, Config, Game
 from odin_env.single_agent import ILLEGAL_REWARD, SingleAgentEnv
-from training.pool import OpponentPool
+from odin_lab.training.pool import OpponentPool
 
 
 class FirstPlay:

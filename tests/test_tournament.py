@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from evaluation import stats, studies
-from evaluation.tournament import GameRecord, deal_seed, play_tournament, rotation_order
 from odin_env.rules import Config
+from odin_lab.evaluation import stats, studies
+from odin_lab.evaluation.tournament import GameRecord, deal_seed, play_tournament, rotation_order
 
 SPECS = ["planner", "greedy", "random", "random"]
 

@@ -1,4 +1,5 @@
-"""Tournaments on the batched engine (:mod:`evaluation.tournament` with ``engine="batched"``).
+"""Tournaments on the batched engine (:mod:`odin_lab.evaluation.tournament` with
+``engine="batched"``).
 
 Deterministic agents with identical ``act`` and ``act_batch`` must give exactly the games of the
 single engine (same deal seeds, seats, first leaders, hand penalties, totals, winners); the games
@@ -19,11 +20,11 @@ from probe_agents import ObsHash
 from scipy.stats import kstest
 
 from agents.batch import BatchRandomAgent, act_by_seat
-from evaluation.tournament import deal_seed, play_deals, play_tournament
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.seeding import keyed_uniforms
+from odin_lab.evaluation.tournament import deal_seed, play_deals, play_tournament
 
 # One config per table size, covering every first-player rule, both episode and reward modes.
 _CONFIGS = [

@@ -18,12 +18,12 @@ from gymnasium import spaces
 
 from agents.ppo import BUNDLED_MODEL, PPOAgent
 from agents.registry import make
-from evaluation.tournament import play_game
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.seeding import spawn_seed
-from training.checkpoints import checkpoint_step, read_run
-from training.policy import LegalSetPolicy, snapshot
+from odin_lab.evaluation.tournament import play_game
+from odin_lab.training.checkpoints import checkpoint_step, read_run
+from odin_lab.training.policy import LegalSetPolicy, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 # Small enough to finish in seconds: 2 envs x 32 steps per rollout, 64-sample minibatches.
@@ -183,8 +183,8 @@ def test_ctrl_c_in_the_middle_of_an_update_saves_the_whole_update(tmp_path, monk
     run stops with a checkpoint that holds what an uninterrupted run to that step holds."""
     from safetensors.numpy import load_file
 
-    import training.selfplay as selfplay
-    from training import TrainConfig, train
+    import odin_lab.training.selfplay as selfplay
+    from odin_lab.training import TrainConfig, train
 
     def config(name: str, total: int) -> TrainConfig:
         return TrainConfig(
@@ -269,7 +269,7 @@ def test_batched_engine_run_writes_a_checkpoint_that_loads_and_plays(batched_run
 def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(tmp_path):
     from safetensors.numpy import load_file
 
-    from training.checkpoints import average_models
+    from odin_lab.training.checkpoints import average_models
 
     done = run_train(
         "--runs-dir", str(tmp_path), "--name", "soup", "--total-steps", "384", "--soup", "3",
@@ -336,7 +336,7 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
     state = checkpoint_state(run / "checkpoint.safetensors")
     assert len(state.snapshots) >= 3 and state.last_snapshot >= 192
     plays_legal_moves(make(f"ppo:{run / 'checkpoint.safetensors'}"), players=4, games=1)
-    from evaluation.analysis import read_scalars
+    from odin_lab.evaluation.analysis import read_scalars
 
     tags = set(read_scalars(run / "tb"))
     assert {"opponents/greedy/win_rate", "opponents/self/win_rate"} <= tags, tags
@@ -372,7 +372,7 @@ def test_bundled_model_plays_legal_moves_at_every_table_size(players):
 def test_bundled_model_beats_random_and_greedy(opponent, least):
     """A quick check of the strength measured in the README (56% against three greedy over
     2,000 games; parity is 25%), on 40 seeded, seat-rotated games."""
-    from evaluation.tournament import play_tournament
+    from odin_lab.evaluation.tournament import play_tournament
 
     records = play_tournament(
         ["ppo", opponent, opponent, opponent], Config(), 10, 3, progress=False
@@ -384,7 +384,7 @@ def test_bundled_model_beats_random_and_greedy(opponent, least):
 def test_bundled_player_beats_greedy_heads_up():
     """At 2 players the bundled 2-player model plays (99.3% over 2,000 games in the README); the
     4-player model alone won 53.0% there. 40 seeded, seat-rotated games."""
-    from evaluation.tournament import play_tournament
+    from odin_lab.evaluation.tournament import play_tournament
 
     records = play_tournament(["ppo", "greedy"], Config(players=2), 20, 5, progress=False)
     wins = sum(1 / len(r.winners) for r in records if r.agents.index(0) in r.winners)
@@ -395,7 +395,7 @@ def test_the_bundled_network_alone_has_no_prior_and_beats_greedy():
     """``net_4p`` plays with the network only (80.1% against three greedy over 4,000 games in the
     README; parity 25%): no prior in its file, and well past parity on 40 seeded games."""
     from agents.ppo import BUNDLED_DIR
-    from evaluation.tournament import play_tournament
+    from odin_lab.evaluation.tournament import play_tournament
 
     path = BUNDLED_DIR / "net_4p.safetensors"
     agent = PPOAgent.load(path)
@@ -492,7 +492,7 @@ def test_numpy_policy_picks_the_torch_policys_most_probable_legal_action():
 def test_r13_imitation_returns_add_up_each_seats_penalties():
     """With no discount, a seat's return at its first decision is minus its final total: every
     hand's penalty is credited to that seat, whoever ended the hand."""
-    from training.imitation import collect_demonstrations
+    from odin_lab.training.imitation import collect_demonstrations
 
     config = Config(players=3)
     data = collect_demonstrations("greedy", config, games=1, seed=4, gamma=1.0)
@@ -516,9 +516,9 @@ def test_r13_imitation_returns_add_up_each_seats_penalties():
 
 
 def test_imitation_warm_start_learns_the_teachers_choices(tmp_path):
-    from training import TrainConfig, build_model
-    from training.imitation import collect_demonstrations, imitate
-    from training.subproc import make_vec_env
+    from odin_lab.training import TrainConfig, build_model
+    from odin_lab.training.imitation import collect_demonstrations, imitate
+    from odin_lab.training.subproc import make_vec_env
 
     config = TrainConfig(
         runs_dir=str(tmp_path), n_envs=1, net_pi=[64], net_vf=[32], imitate="greedy",
@@ -547,8 +547,8 @@ def test_environments_close_after_an_interrupt_inside_a_step(tmp_path):
     """Ctrl-C between two workers' replies must not leave train.py waiting forever on close."""
     import threading
 
-    from training.config import TrainConfig
-    from training.subproc import close_vec_env, make_vec_env
+    from odin_lab.training.config import TrainConfig
+    from odin_lab.training.subproc import close_vec_env, make_vec_env
 
     venv = make_vec_env(TrainConfig(runs_dir=str(tmp_path), n_envs=2), seed=0)
     venv.reset()
@@ -571,10 +571,10 @@ def test_self_play_update_with_one_decision_left_over_keeps_the_weights_finite()
 
     from odin_env.batched import BatchedGames
     from odin_env.single_agent import SingleAgentEnv
-    from training.collector import SelfPlayCollector
-    from training.config import TrainConfig
-    from training.model import build_model
-    from training.update import minibatch_size, train_on_rollout
+    from odin_lab.training.collector import SelfPlayCollector
+    from odin_lab.training.config import TrainConfig
+    from odin_lab.training.model import build_model
+    from odin_lab.training.update import minibatch_size, train_on_rollout
 
     th.set_num_threads(1)
     th.manual_seed(0)

@@ -16,12 +16,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.single_agent import SingleAgentEnv
-from training.collector import SelfPlayCollector
-from training.config import TrainConfig
-from training.model import build_model
-from training.policy import LegalSetPolicy
-from training.subproc import spaces_env
-from training.update import ppo_update, sb3_update, train_on_rollout
+from odin_lab.training.collector import SelfPlayCollector
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.model import build_model
+from odin_lab.training.policy import LegalSetPolicy
+from odin_lab.training.subproc import spaces_env
+from odin_lab.training.update import ppo_update, sb3_update, train_on_rollout
 
 FIGURES = (
     "train/entropy_loss", "train/policy_gradient_loss", "train/value_loss", "train/approx_kl",

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from evaluation.records import load_records, replay, write_records
-from evaluation.tournament import play_deals
 from odin_env.cards import card_name, cards_of
 from odin_env.combos import combo_index
 from odin_env.rules import PASS, TAKE, Config, Game
-from webapp.__main__ import main
-from webapp.app import create_app
-from webapp.views import seat_view
+from odin_lab.evaluation.records import load_records, replay, write_records
+from odin_lab.evaluation.tournament import play_deals
+from odin_lab.webapp.__main__ import main
+from odin_lab.webapp.app import create_app
+from odin_lab.webapp.views import seat_view
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = re.compile(r"\b[RYGBPO][1-9]\b")
@@ -389,12 +389,14 @@ def test_the_command_refuses_bad_input_with_one_line(capsys, argv, says):
         code = stop.code
     assert code == 2
     err = capsys.readouterr().err
-    assert says in err and err.count("\n") == 1 and err.startswith("python -m webapp: error:")
+    assert (
+        says in err and err.count("\n") == 1 and err.startswith("python -m odin_lab.webapp: error:")
+    )
 
 
 def test_python_m_webapp_refuses_a_public_host_before_serving():
     done = subprocess.run(
-        [sys.executable, "-m", "webapp", "--host", "0.0.0.0", "--port", "0"],
+        [sys.executable, "-m", "odin_lab.webapp", "--host", "0.0.0.0", "--port", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""

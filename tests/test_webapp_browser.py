@@ -5,8 +5,8 @@ screenshot of the game in progress under the test's temporary folder, or to the 
 ``ODIN_SCREENSHOT`` (``make screenshot`` renews ``docs/webapp.png``, which the README shows): a
 test run never rewrites a tracked file.
 
-The server runs as ``python -m webapp --port 0`` in a subprocess. Chromium comes from the system
-(``make test`` installs Debian's ``chromium``); Playwright downloads no browser. Without
+The server runs as ``python -m odin_lab.webapp --port 0`` in a subprocess. Chromium comes from the
+system (``make test`` installs Debian's ``chromium``); Playwright downloads no browser. Without
 Chromium the test fails, saying how to install it.
 """
 
@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from agents.files import write_atomic
-from evaluation.records import load_records
+from odin_lab.evaluation.records import load_records
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -44,7 +44,7 @@ def server(tmp_path):
     """``(url, out folder)`` of a server started as a person would start it."""
     out = tmp_path / "web"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "webapp", "--port", "0", "--out", str(out),
+        [sys.executable, "-m", "odin_lab.webapp", "--port", "0", "--out", str(out),
          "--records", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

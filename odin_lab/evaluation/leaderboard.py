@@ -1,0 +1,409 @@
+"""A leaderboard: many agents rated from a round robin over tables of ``players`` of them.
+
+With more agents than seats no one tournament holds them all, so the leaderboard plays tables:
+
+- **Which tables.** Every combination of ``players`` distinct agents (:func:`plan_tables`), in
+  the lexicographic order of the agents' positions in the list, when there are at most ``most``
+  of them (:data:`MAX_TABLES` by default). When there are more, a seeded balanced sample of
+  ``most`` distinct combinations: table by table, the unused combination whose agents have sat
+  at the fewest tables so far, then the one whose pairs have met the least, then a seeded random
+  order. So every agent sits at as many tables as any other, give or take one (as long as an
+  unused table of the least-seated agents is left), and pairs meet as evenly as the picks
+  allow; the seed (a sub-stream of the deals' seed) breaks the ties.
+- **How a table plays.** As a rotated-seat tournament
+  (:func:`odin_lab.evaluation.tournament.play_tournament`): every deal once per seat rotation, so
+  every agent at the table plays every deal from every seat. Every table plays the same deals (deal
+  ``d`` of the leaderboard's seed), on the batched engine when all its agents have a batched
+  form (all but ``search``). With all combinations, every agent therefore plays the same number
+  of games from every seat.
+- **Ratings.** OpenSkill Plackett-Luce (:func:`odin_lab.evaluation.stats.ratings`) over every game,
+  fed in ``(deal, table, rotation)`` order, so that no table comes wholly before another; the
+  interval is ``[mu - 1.96 sigma, mu + 1.96 sigma]``. Beside it, each agent's win share against
+  the field (its tie-shared wins over its games, at every table it sat at) with its 95% Wilson
+  interval, and the head-to-head matrix: the mean win share of the row agent in the games where
+  the column agent sat at its table.
+
+Tables run in parallel on ``workers`` processes (each table in one process, whole); nothing
+written depends on the number of workers. Ctrl-C keeps every finished table: the files are
+written from them, marked partial, and :class:`LeaderboardInterrupted` is raised.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import multiprocessing as mp
+import signal
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from agents.files import write_atomic
+from odin_env.rules import Config
+from odin_env.seeding import spawn_seed
+from odin_lab.evaluation import stats
+from odin_lab.evaluation.records import config_dict, records_document, records_text
+from odin_lab.evaluation.tournament import GameRecord, play_tournament
+
+MAX_TABLES = 64
+"""Most tables a leaderboard plays by default: with more combinations, a balanced sample."""
+MAX_COMBINATIONS = 1_000_000
+"""Most combinations the sampler enumerates (``C(agents, players)``)."""
+SAMPLE_STREAM = (0x7AB1E5, 0)
+"""Spawn key of the table sample's generator under the leaderboard's seed (no deal's key)."""
+
+
+class LeaderboardInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`leaderboard`: ``tables_done`` of ``tables_planned`` tables finished
+    and were written (``written``: false when none had finished, and nothing was written)."""
+
+    def __init__(self, tables_done: int, tables_planned: int, written: bool):
+        super().__init__(f"interrupted after {tables_done} of {tables_planned} tables")
+        self.tables_done, self.tables_planned, self.written = tables_done, tables_planned, written
+
+
+# -- the tables --------------------------------------------------------------------------------
+
+
+def check(specs: Sequence[str], players: int, most: int | None = None) -> None:
+    """``ValueError`` (one line, naming the problem and what is allowed) for a leaderboard that
+    cannot be planned: repeated agents, fewer agents than seats, too few tables to seat every
+    agent, or too many agents to enumerate their tables."""
+    repeated = sorted({s for s in specs if list(specs).count(s) > 1})
+    if repeated:
+        raise ValueError(
+            f"every agent must be distinct (a table seats distinct agents); repeated: "
+            f"{', '.join(repeated)}"
+        )
+    if len(specs) < players:
+        raise ValueError(
+            f"{len(specs)} agents for tables of {players} players (fewer agents than players): "
+            f"give at least {players} agents, or fewer --players"
+        )
+    least = -(-len(specs) // players)
+    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < least):
+        raise ValueError(
+            f"--tables must be an integer >= {least} (enough tables of {players} to seat all "
+            f"{len(specs)} agents); got {most}"
+        )
+    if math.comb(len(specs), players) > MAX_COMBINATIONS:
+        raise ValueError(
+            f"{len(specs)} agents make {math.comb(len(specs), players):,} tables of {players}: "
+            f"at most {MAX_COMBINATIONS:,} are allowed; give fewer agents"
+        )
+
+
+def plan_tables(
+    agents: int, players: int, most: int | None = None, seed: int = 0
+) -> tuple[list[tuple[int, ...]], str]:
+    """The tables (tuples of agent indices, ascending) and a phrase saying how they were chosen:
+    all combinations when there are at most ``most`` (default :data:`MAX_TABLES`), else a
+    seeded balanced sample of ``most`` (see the module docstring)."""
+    most = MAX_TABLES if most is None else most
+    total = math.comb(agents, players)
+    if total <= most:
+        return list(itertools.combinations(range(agents), players)), f"all {total} combinations"
+    combos = np.array(list(itertools.combinations(range(agents), players)), dtype=np.int64)
+    order = np.random.default_rng(spawn_seed(seed, *SAMPLE_STREAM)).permutation(len(combos))
+    used = np.zeros(len(combos), dtype=bool)
+    seats = np.zeros(agents, dtype=np.int64)
+    met = np.zeros((agents, agents), dtype=np.int64)
+    pairs = list(itertools.combinations(range(players), 2))
+    chosen = []
+    for _ in range(most):
+        load = seats[combos].sum(axis=1)
+        together = sum(met[combos[:, i], combos[:, j]] for i, j in pairs)
+        pick = int(np.lexsort((order, together, load, used))[0])  # last key sorts first
+        table = combos[pick]
+        used[pick] = True
+        seats[table] += 1
+        for i, j in pairs:
+            met[table[i], table[j]] += 1
+            met[table[j], table[i]] += 1
+        chosen.append(tuple(int(a) for a in table))
+    return sorted(chosen), f"a seeded balanced sample of {most} of the {total} combinations"
+
+
+# -- playing -----------------------------------------------------------------------------------
+
+
+def _init_worker() -> None:
+    # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
+    # finished tables); it terminates the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker shows no progress bar; tqdm's default lock is a process-shared semaphore that a
+    # terminated worker would leave behind (a "leaked semaphore" warning at exit).
+    tqdm.set_lock(threading.RLock())
+
+
+def _play_table(task: tuple) -> tuple[int, list[GameRecord]]:
+    """One table, whole, in this process; its records with the leaderboard's agent indices."""
+    index, table, specs, config, deals, seed, workers, ray = task
+    records = play_tournament(
+        [specs[a] for a in table], config, deals, seed, workers=workers, progress=False, ray=ray
+    )
+    return index, [replace(r, agents=tuple(table[i] for i in r.agents)) for r in records]
+
+
+def play_tables(
+    specs: Sequence[str],
+    tables: Sequence[tuple[int, ...]],
+    config: Config,
+    deals: int,
+    seed: int,
+    workers: int = 1,
+    progress: bool = True,
+    ray: str | None = None,
+) -> tuple[dict[int, list[GameRecord]], bool]:
+    """Play every table; return the records of each finished table (by table index, agents as
+    indices into ``specs``) and whether Ctrl-C stopped the play before every table finished.
+
+    Several tables on several workers: one process per table at a time. One table, or Ray: the
+    tables one after the other, each spread over the workers (or Ray tasks)."""
+    per_table = deals * config.players
+    in_turn = workers == 1 or len(tables) == 1 or ray is not None
+    inner = (workers, ray) if in_turn else (1, None)  # how each table spreads its own games
+    tasks = [(k, t, tuple(specs), config, deals, seed, *inner) for k, t in enumerate(tables)]
+    done: dict[int, list[GameRecord]] = {}
+    bar = tqdm(total=len(tables) * per_table, unit="game", disable=not progress, leave=False)
+    try:
+        with bar:
+            if in_turn:
+                for index, records in map(_play_table, tasks):
+                    done[index] = records
+                    bar.update(per_table)
+            else:
+                # spawn, not fork: torch (PPO agents) is not fork-safe.
+                context = mp.get_context("spawn")
+                with context.Pool(min(workers, len(tables)), initializer=_init_worker) as pool:
+                    for index, records in pool.imap_unordered(_play_table, tasks):
+                        done[index] = records
+                        bar.update(per_table)
+    except KeyboardInterrupt:  # a table cut short is dropped: only whole tables count
+        return done, True
+    return done, False
+
+
+# -- summarising -------------------------------------------------------------------------------
+
+
+def summarise(
+    specs: Sequence[str],
+    tables: Sequence[tuple[int, ...]],
+    played: dict[int, list[GameRecord]],
+    config: Config,
+    seed: int,
+    deals: int,
+    selection: str,
+) -> tuple[dict, list[GameRecord]]:
+    """The leaderboard's summary (the JSON's keys but the records) and every game, table by
+    table, each table's games in ``(deal, rotation)`` order."""
+    n, k = len(specs), config.players
+    finished = sorted(played)
+    records = [r for t in finished for r in played[t]]
+    table_of = [t for t in finished for _ in played[t]]
+    # Ratings from the games interleaved (deal, table, rotation): no table wholly first.
+    order = sorted(range(len(records)), key=lambda g: (records[g].deal, table_of[g], g))
+    rating = stats.ratings([records[g] for g in order], n)
+    wins, totals = np.zeros(n), np.zeros(n)
+    by_seat = np.zeros((n, k), dtype=np.int64)
+    h2h_wins, h2h_games = np.zeros((n, n)), np.zeros((n, n), dtype=np.int64)
+    for r in records:
+        for seat, share in enumerate(stats.seat_shares(r)):
+            a = r.agents[seat]
+            wins[a] += share
+            totals[a] += r.totals[seat]
+            by_seat[a, seat] += 1
+            for b in r.agents:
+                if b != a:
+                    h2h_wins[a, b] += share
+                    h2h_games[a, b] += 1
+    games = by_seat.sum(axis=1)
+    rows = []
+    for a, spec in enumerate(specs):
+        row = {
+            "agent": spec,
+            "tables": sum(a in tables[t] for t in finished),
+            "games": int(games[a]),
+            "games_by_seat": by_seat[a].tolist(),
+        }
+        # An agent with no finished table (a partial leaderboard) has no figures, not the
+        # rating prior or a 0% win share, which would read as measured.
+        measured = ("win_share", "ci_low", "ci_high", "mu", "sigma", "rating_low", "rating_high")
+        row.update(dict.fromkeys((*measured, "ordinal", "mean_total")))
+        if games[a]:
+            lo, hi = stats.wilson(float(wins[a]), int(games[a]))
+            mu, sigma = rating[a]["mu"], rating[a]["sigma"]
+            row.update(
+                win_share=float(wins[a] / games[a]), ci_low=lo, ci_high=hi, mu=mu, sigma=sigma,
+                rating_low=mu - stats.Z95 * sigma, rating_high=mu + stats.Z95 * sigma,
+                ordinal=rating[a]["ordinal"], mean_total=float(totals[a] / games[a]),
+            )  # fmt: skip
+        rows.append(row)
+    # Best rating first; agents without games last, in their order.
+    ranking = sorted(range(n), key=lambda a: (rows[a]["mu"] is None, -(rows[a]["mu"] or 0), a))
+    for place, a in enumerate(ranking, 1):
+        rows[a] = {"rank": place, **rows[a]}
+    share = [
+        [float(h2h_wins[a, b] / h2h_games[a, b]) if h2h_games[a, b] else None for b in range(n)]
+        for a in range(n)
+    ]
+    summary = {
+        "study": "leaderboard",
+        "seed": seed,
+        "selection": selection,
+        "tables_planned": len(tables),
+        "deals_per_table": deals,
+        "games_per_table": deals * k,
+        "games": len(records),
+        "tables": [
+            {"table": t, "agents": list(tables[t]), "specs": [specs[a] for a in tables[t]]}
+            for t in finished
+        ],
+        "agents": rows,
+        "head_to_head": {"win_share": share, "games": h2h_games.tolist()},
+    }
+    return summary, records
+
+
+def ranked(summary: dict) -> list[dict]:
+    """The summary's agent rows in rank order (rating ``mu``, best first)."""
+    return sorted(summary["agents"], key=lambda row: row["rank"])
+
+
+def leaderboard_table(summary: dict, config: Config) -> str:
+    """The readable table: agents by rating, every interval as ``[lo, hi]``, then the
+    head-to-head matrix with columns numbered by rank."""
+    rows, deals = ranked(summary), summary["deals_per_table"]
+    index = {row["agent"]: i for i, row in enumerate(summary["agents"])}
+    width = max(8, *(len(row["agent"]) for row in rows)) + 2
+    partial = (
+        f"; PARTIAL: {len(summary['tables'])} of {summary['tables_planned']} tables"
+        if summary.get("partial")
+        else ""
+    )
+    lines = [
+        f"leaderboard: {len(rows)} agents, {summary['tables_planned']} tables of {config.players} "
+        f"({summary['selection']}), {summary['games_per_table']} games per table "
+        f"({deals} deal{'s' * (deals != 1)} x {config.players} seat rotations), "
+        f"{summary['games']} games{partial}",
+        f"{config.players} players, threshold {config.threshold}, first player "
+        f"{config.first_player}, seed {summary['seed']}",
+        f"{'#':>3} {'agent':<{width}}{'rating [95% interval]':<25}"
+        f"{'win share [95% Wilson]':<24}{'games':>7}{'tables':>7}",
+    ]
+    for row in rows:
+        rating, share = "no games", ""
+        if row["games"]:
+            rating = f"{row['mu']:.2f} [{row['rating_low']:.2f}, {row['rating_high']:.2f}]"
+            share = f"{100 * row['win_share']:.1f}% [{100 * row['ci_low']:.1f}, "
+            share += f"{100 * row['ci_high']:.1f}]"
+        lines.append(
+            f"{row['rank']:>3} {row['agent']:<{width}}{rating:<25}{share:<24}"
+            f"{row['games']:>7}{row['tables']:>7}"
+        )
+    lines.append(
+        "rating: OpenSkill Plackett-Luce mu, interval [mu - 1.96 sigma, mu + 1.96 sigma]; "
+        f"win share: tie-shared wins over games, fair share {100 / config.players:.1f}%"
+    )
+    lines.append("head to head: win share (%) of the row agent in games with the column agent")
+    header = "".join(f"{'#' + str(row['rank']):>7}" for row in rows)
+    lines.append(f"{'':>3} {'':<{width}}{header}")
+    matrix = summary["head_to_head"]["win_share"]
+    for row in rows:
+        cells = ""
+        for col in rows:
+            value = matrix[index[row["agent"]]][index[col["agent"]]]
+            cells += f"{'-' if value is None else f'{100 * value:.1f}':>7}"
+        lines.append(f"{row['rank']:>3} {row['agent']:<{width}}{cells}")
+    return "\n".join(lines)
+
+
+def csv_rows(summary: dict) -> list[dict]:
+    """``leaderboard.csv``: one row per agent in rank order, its figures, then its head-to-head
+    win share against each agent (``vs NAME``; empty against itself or one it never met)."""
+    index = {row["agent"]: i for i, row in enumerate(summary["agents"])}
+    matrix = summary["head_to_head"]["win_share"]
+    out = []
+    for row in ranked(summary):
+        flat = {k: v for k, v in row.items() if k != "games_by_seat"}
+        flat["games_by_seat"] = " ".join(map(str, row["games_by_seat"]))
+        for col in ranked(summary):
+            value = matrix[index[row["agent"]]][index[col["agent"]]]
+            flat[f"vs {col['agent']}"] = "" if value is None else value
+        out.append(flat)
+    return out
+
+
+# -- the whole study ---------------------------------------------------------------------------
+
+
+def leaderboard(
+    specs: Sequence[str],
+    config: Config,
+    games: int,
+    seed: int,
+    out: Path,
+    workers: int = 1,
+    progress: bool = True,
+    most: int | None = None,
+    ray: str | None = None,
+) -> tuple[dict, str]:
+    """Play the leaderboard of ``specs`` at tables of ``config.players`` (``games`` per table,
+    rounded up to whole deals); write ``leaderboard.json`` (a records file: every game replays,
+    ``agents_specs`` are all the agents and each game's ``agents`` the indices of its table's),
+    ``leaderboard.csv`` and ``leaderboard.png`` (and ``.pdf``) under ``out``; return the summary
+    and the printed table. ``ValueError`` for a leaderboard :func:`check` refuses.
+
+    Ctrl-C writes the finished tables (``"partial": true``) and raises
+    :class:`LeaderboardInterrupted`; with no table finished it writes nothing."""
+    specs = list(specs)
+    check(specs, config.players, most)
+    if games < 1:
+        raise ValueError(f"games must be >= 1; got {games}")
+    deals = -(-games // config.players)
+    tables, selection = plan_tables(len(specs), config.players, most, seed)
+    played, stopped = play_tables(specs, tables, config, deals, seed, workers, progress, ray)
+    if stopped and not played:
+        raise LeaderboardInterrupted(0, len(tables), written=False)
+    summary, records = summarise(specs, tables, played, config, seed, deals, selection)
+    if stopped:
+        summary["partial"] = True
+    write(Path(out), summary, records, config, specs)
+    if stopped:
+        raise LeaderboardInterrupted(len(played), len(tables), written=True)
+    return summary, leaderboard_table(summary, config)
+
+
+def write(
+    out: Path, summary: dict, records: Sequence[GameRecord], config: Config, specs: Sequence[str]
+) -> None:
+    """``leaderboard.json``, ``leaderboard.csv``, ``leaderboard.png`` and ``.pdf``, atomically."""
+    from odin_lab.evaluation import (
+        figures,  # here: the workers, which import this module, draw nothing
+    )
+    from odin_lab.evaluation.studies import write_csv
+
+    document = records_document(config, specs, records, extra=summary)
+    write_atomic(out / "leaderboard.json", records_text(document).encode())
+    write_csv(out / "leaderboard.csv", csv_rows(summary))
+    figure = figures.leaderboard_figure({**summary, "config": config_dict(config)})
+    figures.save_figure(figure, out / "leaderboard.png")
+
+
+__all__ = [
+    "MAX_TABLES",
+    "LeaderboardInterrupted",
+    "check",
+    "csv_rows",
+    "leaderboard",
+    "leaderboard_table",
+    "plan_tables",
+    "play_tables",
+    "ranked",
+    "summarise",
+]

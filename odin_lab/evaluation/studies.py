@@ -1,0 +1,412 @@
+"""The studies behind ``evaluate.py``: a tournament, the seating study, the thresholds study, and
+the showcase that ``make run`` runs. Each one plays games (:mod:`odin_lab.evaluation.tournament`),
+summarises them (:mod:`odin_lab.evaluation.stats`), writes JSON, CSV and one figure
+(:mod:`odin_lab.evaluation.figures`, as PNG and PDF) under its output folder (atomically: a temp
+file, then ``os.replace``) and returns its summary and a readable table.
+
+Nothing written depends on the time or the number of workers, so a seeded study writes the same
+JSON, CSV and figure bytes every time.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from agents.files import write_atomic
+from odin_env.rules import Config
+from odin_lab.evaluation import figures, stats
+from odin_lab.evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, config_dict, records_text
+from odin_lab.evaluation.tournament import GameRecord, TournamentInterrupted, play_tournament
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def write_json(path: Path, obj: object) -> None:
+    write_atomic(path, (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode())
+
+
+def write_csv(path: Path, rows: Sequence[dict]) -> None:
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    write_atomic(path, buf.getvalue().encode())
+
+
+def game_rows(records: Sequence[GameRecord], specs: Sequence[str]) -> list[dict]:
+    """One CSV row per game: seed, who sat where, per-hand penalties, totals, winners."""
+    names = stats.labels(specs)
+    return [
+        {
+            "deal": r.deal,
+            "rotation": r.rotation,
+            "seed": r.seed,
+            "seats": " ".join(names[i] for i in r.agents),
+            "first_leader": r.first_leader,
+            "hand_penalties": ";".join("-".join(map(str, h)) for h in r.hands),
+            "totals": "-".join(map(str, r.totals)),
+            "winners": " ".join(names[r.agents[s]] for s in r.winners),
+            "winner_seats": "-".join(map(str, r.winners)),
+        }
+        for r in records
+    ]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:5.1f}%"
+
+
+def _interval(low: float, high: float, scale: float = 100.0, digits: int = 1) -> str:
+    """An interval as the tables print it: ``[lo, hi]`` (never a symmetric "±": a Wilson
+    interval is not symmetric)."""
+    return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+
+
+# -- tournament --------------------------------------------------------------------------------
+
+
+def deals_for(games: int, players: int, rotate: bool = True) -> int:
+    """Deals needed for at least ``games`` games: every deal is played ``players`` times when
+    seats rotate."""
+    if games < 1:
+        raise ValueError(f"games must be >= 1; got {games}")
+    return math.ceil(games / players) if rotate else games
+
+
+def tournament(
+    specs: Sequence[str],
+    config: Config,
+    games: int,
+    seed: int,
+    out: Path,
+    workers: int = 1,
+    progress: bool = True,
+    engine: str = "auto",
+    resume: bool = False,
+    ray: str | None = None,
+) -> tuple[dict, str]:
+    """Play a rotated-seat tournament; write ``tournament.json``, ``games.csv``,
+    ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table.
+    ``engine``, ``ray``: see :func:`odin_lab.evaluation.tournament.play_tournament` (every study
+    takes ``ray``: its games as Ray tasks, the same files).
+
+    Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``) and
+    re-raises :class:`TournamentInterrupted`; ``resume=True`` continues a partial result in
+    ``out`` (same agents, settings and seed, else ``ValueError``) and, once complete, writes the
+    very files an uninterrupted run writes."""
+    deals = deals_for(games, config.players)
+    key = {"agents_specs": list(specs), "config": config_dict(config), "seed": seed, "deals": deals}
+    done: list[GameRecord] = partial_records(Path(out), key) if resume else []
+    start = len({r.deal for r in done})
+    try:
+        records = done + (
+            play_tournament(
+                specs,
+                config,
+                deals,
+                seed,
+                workers=workers,
+                progress=progress,
+                engine=engine,
+                start=start,
+                ray=ray,
+            )  # fmt: skip
+            if start < deals
+            else []
+        )
+    except TournamentInterrupted as stop:
+        _write_tournament(done + stop.records, specs, config, seed, deals, Path(out), partial=True)
+        raise
+    summary = _write_tournament(records, specs, config, seed, deals, Path(out))
+    return summary, tournament_table(summary)
+
+
+def partial_records(out: Path, key: dict) -> list[GameRecord]:
+    """The games of the partial tournament in ``out/tournament.json``; ``ValueError`` when there
+    is none or it was played with other agents, settings, seed or size."""
+    path = out / "tournament.json"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise ValueError(f"--resume: no readable partial tournament at {path}") from None
+    if not saved.get("partial"):
+        raise ValueError(f"--resume: {path} is complete; nothing to resume")
+    if saved.get("version") != RECORDS_VERSION:
+        raise ValueError(
+            f"--resume: {path} is records version {saved.get('version', 1)}, whose games keep no "
+            f"moves; start the tournament afresh (without --resume)"
+        )
+    for name, value in key.items():
+        if saved.get(name) != value:
+            raise ValueError(
+                f"--resume: {path} was played with {name} {saved.get(name)!r}, not {value!r}"
+            )
+    return [GameRecord.from_dict(r) for r in saved["game_records"]]
+
+
+def _write_tournament(
+    records: list[GameRecord],
+    specs: Sequence[str],
+    config: Config,
+    seed: int,
+    deals: int,
+    out: Path,
+    partial: bool = False,
+) -> dict:
+    if not records:  # interrupted before the first deal finished
+        summary = {"study": "tournament", "agents_specs": list(specs),
+                   "config": config_dict(config), "seed": seed, "deals": deals, "games": 0,
+                   "partial": True}  # fmt: skip
+        _write_records_json(out / "tournament.json", summary, [])
+        return summary
+    agents = stats.agent_summary(records, specs)
+    seats = stats.seat_win_rates(records)
+    summary = {
+        "study": "tournament",
+        "agents_specs": list(specs),
+        "config": config_dict(config),
+        "seed": seed,
+        "deals": deals,
+        "games": len(records),
+        "agents": agents,
+        "seats": seats,
+        "draw_rate": stats.draw_rate(records),
+        "mean_hands": stats.mean_hands(records),
+    }
+    if partial:
+        summary["partial"] = True
+    _write_records_json(out / "tournament.json", summary, records)
+    write_csv(out / "games.csv", game_rows(records, specs))
+    write_csv(out / "agents.csv", agents)
+    if not partial:
+        figures.save_figure(figures.tournament_figure(summary), out / "tournament.png")
+    return summary
+
+
+def _write_records_json(path: Path, summary: dict, records: Sequence[GameRecord]) -> None:
+    """``tournament.json``: a records file (``odin_lab.evaluation.records``, ``docs/records.md``)
+    whose extra keys are the summary."""
+    head = {"format": RECORDS_FORMAT, "version": RECORDS_VERSION}
+    document = {**head, **summary, "game_records": [r.to_dict() for r in records]}
+    write_atomic(path, records_text(document).encode())
+
+
+def tournament_table(summary: dict) -> str:
+    """The readable terminal table of a tournament summary."""
+    c = summary["config"]
+    lines = [
+        f"tournament: {summary['games']} games ({summary['deals']} deals x {c['players']} seat "
+        f"rotations), {c['players']} players, threshold {c['threshold']}, "
+        f"first player {c['first_player']}, seed {summary['seed']}",
+        f"{'agent':<14}{'win rate':>9}  {'95% CI':<15}{'total':>7}{'per hand':>9}"
+        f"{'rating':>8}{'(mu)':>7}",
+    ]
+    for a in stats.ranked(summary["agents"]):
+        lines.append(
+            f"{a['agent']:<14}{_pct(a['win_rate']):>9}  "
+            f"[{_pct(a['ci_low'])},{_pct(a['ci_high'])}] "
+            f"{a['mean_total']:6.2f}{a['mean_penalty_per_hand']:9.2f}"
+            f"{a['ordinal']:8.2f}{a['mu']:7.2f}"
+        )
+    seats = "  ".join(
+        f"seat {s['seat']} {_pct(s['win_rate']).strip()} {_interval(s['ci_low'], s['ci_high'])}"
+        for s in summary["seats"]
+    )
+    lines.append(f"per seat (95% CI): {seats}")
+    lines.append(f"draws {_pct(summary['draw_rate'])}, {summary['mean_hands']:.2f} hands per game")
+    return "\n".join(lines)
+
+
+# -- seating -----------------------------------------------------------------------------------
+
+
+def seating(
+    agent: str,
+    players: Sequence[int],
+    rules: Sequence[str],
+    games: int,
+    seed: int,
+    out: Path,
+    base: Config,
+    workers: int = 1,
+    progress: bool = True,
+    ray: str | None = None,
+) -> tuple[dict, str]:
+    """The same agent in every seat: win rate by position counted clockwise from the game's
+    first leader, with 95% CIs and a chi-square test of no seat effect, for each player count
+    and first-player rule. Writes ``seating.json``, ``seating.csv`` and ``seating.png``."""
+    cells = []
+    for rule in rules:
+        for n in players:
+            config = replace(base, players=n, first_player=rule, colours=None)
+            # Every seat holds the same agent, so rotating seats would replay the same games.
+            records = play_tournament(
+                [agent] * n, config, games, seed, rotate=False, workers=workers,
+                progress=progress, ray=ray,
+            )  # fmt: skip
+            positions = stats.seat_win_rates(records, from_leader=True)
+            test = stats.no_seat_effect([p["wins"] for p in positions])
+            cells.append(
+                {"players": n, "first_player": rule, "games": len(records),
+                 "positions": positions, **test}
+            )  # fmt: skip
+    summary = {
+        "study": "seating",
+        "agent": agent,
+        "config": config_dict(base),
+        "seed": seed,
+        "games_per_cell": games,
+        "cells": cells,
+    }
+    out = Path(out)
+    write_json(out / "seating.json", summary)
+    write_csv(
+        out / "seating.csv",
+        [
+            {"players": c["players"], "first_player": c["first_player"], "position": p["seat"],
+             "win_rate": p["win_rate"], "ci_low": p["ci_low"], "ci_high": p["ci_high"],
+             "chi2": c["chi2"], "p": c["p"]}
+            for c in cells
+            for p in c["positions"]
+        ],
+    )  # fmt: skip
+    figures.save_figure(figures.seating_figure(summary), out / "seating.png")
+    return summary, seating_table(summary)
+
+
+def seating_table(summary: dict) -> str:
+    """Readable table of a seating study: one row per player count and rule."""
+    lines = [
+        f"seat effect: {summary['agent']} in every seat, {summary['games_per_cell']} games per "
+        f"row; position 0 = the game's first leader, then clockwise",
+        f"{'players':>7} {'rule':<7} {'chi2':>7} {'p':>9}  win rate % by position "
+        f"[95% Wilson interval]",
+    ]
+    for c in summary["cells"]:
+        rates = "  ".join(
+            f"{100 * p['win_rate']:.1f} {_interval(p['ci_low'], p['ci_high'])}"
+            for p in c["positions"]
+        )
+        lines.append(
+            f"{c['players']:>7} {c['first_player']:<7} {c['chi2']:7.2f} {c['p']:9.2g}  {rates}"
+        )
+    return "\n".join(lines)
+
+
+# -- thresholds --------------------------------------------------------------------------------
+
+
+def thresholds(
+    specs: Sequence[str],
+    values: Sequence[int],
+    games: int,
+    seed: int,
+    out: Path,
+    base: Config,
+    workers: int = 1,
+    progress: bool = True,
+    ray: str | None = None,
+) -> tuple[dict, str]:
+    """For each threshold: the first agent's win rate, the hands per game and the draw rate,
+    each with its 95% interval (Wilson for the rates, Student t for the mean). Writes
+    ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``."""
+    rows = []
+    for threshold in values:
+        config = replace(base, threshold=threshold)
+        deals = deals_for(games, config.players)
+        records = play_tournament(
+            specs, config, deals, seed, workers=workers, progress=progress, ray=ray
+        )
+        first = stats.agent_summary(records, specs)[0]
+        hands, hands_low, hands_high = stats.mean_interval([len(r.hands) for r in records])
+        draw_low, draw_high = stats.wilson(stats.draw_rate(records) * len(records), len(records))
+        rows.append(
+            {
+                "threshold": threshold,
+                "games": len(records),
+                "win_rate": first["win_rate"],
+                "ci_low": first["ci_low"],
+                "ci_high": first["ci_high"],
+                "mean_hands": hands,
+                "hands_ci_low": hands_low,
+                "hands_ci_high": hands_high,
+                "draw_rate": stats.draw_rate(records),
+                "draw_ci_low": draw_low,
+                "draw_ci_high": draw_high,
+            }
+        )
+    summary = {
+        "study": "thresholds",
+        "agents_specs": list(specs),
+        "config": config_dict(base),
+        "seed": seed,
+        "rows": rows,
+    }
+    out = Path(out)
+    write_json(out / "thresholds.json", summary)
+    write_csv(out / "thresholds.csv", rows)
+    figures.save_figure(figures.thresholds_figure(summary), out / "thresholds.png")
+    return summary, thresholds_table(summary)
+
+
+def thresholds_table(summary: dict) -> str:
+    specs = summary["agents_specs"]
+    lines = [
+        f"thresholds: {specs[0]} against {', '.join(specs[1:])}",
+        f"{'threshold':>9} {'games':>6} {'win rate %':>10} {'[95% CI]':<13}"
+        f"{'hands':>7} {'[95% CI]':<14}{'draws %':>7} {'[95% CI]':<12}",
+    ]
+    for r in summary["rows"]:
+        lines.append(
+            f"{r['threshold']:>9} {r['games']:>6} {100 * r['win_rate']:10.1f} "
+            f"{_interval(r['ci_low'], r['ci_high']):<13}{r['mean_hands']:7.2f} "
+            f"{_interval(r['hands_ci_low'], r['hands_ci_high'], 1.0, 2):<14}"
+            f"{100 * r['draw_rate']:7.1f} {_interval(r['draw_ci_low'], r['draw_ci_high'])}"
+        )
+    return "\n".join(lines)
+
+
+# -- showcase ----------------------------------------------------------------------------------
+
+
+def showcase_agents() -> list[str]:
+    """The built-in agents for ``make run``: the bundled PPO agent when it loads, then the
+    heuristics strongest first, then random to fill four seats."""
+    from agents import make
+    from agents.heuristics import HEURISTICS
+
+    specs = []
+    try:
+        make("ppo")
+        specs.append("ppo")
+    except Exception:  # noqa: BLE001 - no bundled model (or no torch): show the rest
+        pass
+    specs += list(reversed(list(HEURISTICS)))
+    specs.append("random")
+    return specs[:4] if len(specs) > 4 else specs
+
+
+def showcase(out: Path, workers: int = 1, games: int = 800, seating_games: int = 600,
+             seed: int = 0, progress: bool = True, ray: str | None = None) -> str:  # fmt: skip
+    """What ``make run`` shows: a tournament of the built-in agents and a seat-effect table.
+    Returns the printed text (also written to ``showcase.txt``)."""
+    specs = showcase_agents()
+    out = Path(out)
+    config = Config(players=len(specs))
+    _, table = tournament(
+        specs, config, games, seed, out / "tournament", workers, progress, ray=ray
+    )
+    _, seats = seating(
+        "greedy", [config.players], ["rotate", "winner"], seating_games, seed,
+        out / "seating", config, workers, progress, ray,
+    )  # fmt: skip
+    text = f"{table}\n\n{seats}\n"
+    write_atomic(out / "showcase.txt", text.encode())
+    return text

@@ -1,0 +1,473 @@
+"""Tournaments: agents play seeded deals from every seat, in parallel, reproducibly.
+
+A tournament is a list of agent specs (one per seat, see :func:`agents.make`), a game
+:class:`~odin_env.rules.Config`, a number of deals and a seed. Deal ``d`` is dealt by a generator
+seeded from ``SeedSequence(seed, spawn_key=(d,))``, so any one game can be replayed on its own.
+With ``rotate=True`` every deal is played once per seat rotation: in rotation ``r`` seat ``s``
+holds agent ``(s - r) mod n``, so every agent plays every deal from every seat. The cards dealt
+do not depend on the play, so all rotations of a deal see the same hands.
+
+Two engines play the same games. ``single`` plays one :class:`~odin_env.rules.Game` at a time
+(no RL wrapper): forced decisions are applied by ``play_forced``; every real decision asks the
+acting seat's agent with ``observe(game, seat)`` and the legal mask; an agent with ``reset`` is
+reseeded per game with ``agent_seed``. ``batched`` plays up to ``batch`` games at once in
+:class:`~odin_env.batched.BatchedGames` (game ``(d, r)`` in a slot is exactly
+``Game(config, seed=deal_seed(seed, d))``; a slot whose game ends is given the next game of
+the list), and asks each agent once per step for the rows where it acts (``act_batch``). It
+needs every agent in a batched form (:func:`agents.registry.make_batch_agent`: every agent
+but ``search``); ``auto``, the default, picks it exactly then. A deterministic agent plays
+the same games on both engines. A stochastic one draws differently on each, but the batched random
+agent draws each decision from a key made of the deal seed, rotation, seat and decision number,
+so that on either engine the games do not depend on the batch size or the worker count.
+
+Results are returned in ``(deal, rotation)`` order, whatever the engine and the number of
+worker processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from agents.batch import BatchAgent, act_by_seat
+from agents.registry import batch_form_names, has_batch_form, make, make_batch_agent
+from odin_env.batched import BatchedGames
+from odin_env.observation import OBS_SIZE, observe
+from odin_env.rules import Config, Game
+from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
+
+TOURNAMENT_ENGINES = ("auto", "single", "batched")
+"""``play_tournament``'s engines: ``auto`` is ``batched`` when every agent has a batched form."""
+
+BATCH = 1024
+"""Default number of games a batched tournament plays at once (per worker)."""
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """One finished game. Seats are absolute; ``agents[s]`` is the index (into the tournament's
+    agent list) of the agent in seat ``s``."""
+
+    deal: int
+    rotation: int
+    seed: int
+    agents: tuple[int, ...]
+    first_leader: int
+    hands: tuple[tuple[int, ...], ...]
+    """Per finished hand, the penalty of each seat."""
+    totals: tuple[int, ...]
+    winners: tuple[int, ...]
+    """Seats on the lowest total (several on a draw); empty only for an unfinished game (a play
+    session that was interrupted, see :mod:`odin_lab.evaluation.records`)."""
+    actions: tuple[int, ...] = ()
+    """The action of every decision that was not forced, in play order (the forced ones are
+    exactly those ``Game.play_forced`` applies): with ``seed`` they rebuild the whole game
+    (:func:`odin_lab.evaluation.records.replay`). Empty in records written before version 2."""
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GameRecord:
+        """The record of :meth:`to_dict`'s output (lists back to tuples)."""
+        return cls(
+            deal=int(data["deal"]),
+            rotation=int(data["rotation"]),
+            seed=int(data["seed"]),
+            agents=tuple(data["agents"]),
+            first_leader=int(data["first_leader"]),
+            hands=tuple(tuple(h) for h in data["hands"]),
+            totals=tuple(data["totals"]),
+            winners=tuple(data["winners"]),
+            actions=tuple(data.get("actions", ())),
+        )
+
+
+class TournamentInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`play_tournament`: ``records`` holds every game of the deals that
+    finished, a prefix of the tournament in ``(deal, rotation)`` order (``deals_done`` deals)."""
+
+    def __init__(self, records: list[GameRecord], deals_done: int):
+        super().__init__(f"interrupted after {deals_done} deals")
+        self.records, self.deals_done = records, deals_done
+
+
+def deal_seed(seed: int, deal: int) -> int:
+    """The seed of deal ``deal`` of a tournament seeded ``seed`` (a 63-bit int)."""
+    return spawn_seed(seed, deal)
+
+
+def agent_seed(seed: int, deal: int, rotation: int, seat: int) -> int:
+    """The seed an agent gets for one game (so stochastic agents replay identically)."""
+    return spawn_seed(seed, deal, rotation, seat, 1)
+
+
+def play_game(game: Game, seat_agents: Sequence, actions: list[int] | None = None) -> Game:
+    """Play ``game`` to its end with ``seat_agents[s]`` in seat ``s``; return it. ``actions``:
+    when given, the action of every decision that was not forced is appended to it, in order."""
+    obs = np.empty(OBS_SIZE, dtype=np.float32)
+    while True:
+        game.play_forced()
+        if game.is_over:
+            return game
+        seat = game.current
+        action = int(seat_agents[seat].act(observe(game, seat, out=obs), game.legal_mask()))
+        game.apply(action)
+        if actions is not None:
+            actions.append(action)
+
+
+def rotation_order(players: int, rotation: int) -> tuple[int, ...]:
+    """Which agent sits in each seat in a rotation: seat ``s`` holds agent ``(s - r) % n``."""
+    return tuple((s - rotation) % players for s in range(players))
+
+
+@dataclass(frozen=True)
+class _Job:
+    specs: tuple[str, ...]
+    config: Config
+    seed: int
+    rotations: int
+    batch: int = 0
+    """Games played at once; 0 for the single engine."""
+
+
+_worker_agents: list = []
+
+
+def _init_worker(specs: Sequence[str], batched: bool = False, worker: bool = False) -> None:
+    global _worker_agents
+    if worker:
+        # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
+        # finished games), the workers are terminated by it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not batched:
+        _worker_agents = [make(spec) for spec in specs]
+        return
+    # A batched agent serves rows of many games at once, so it keeps no per-game state: one
+    # instance per distinct spec serves all its seats, in one call per step. The batched
+    # random agent draws from per-row keys, never from this seed; it is fixed anyway.
+    built = {spec: make_batch_agent(spec, seed=0) for spec in dict.fromkeys(specs)}
+    _worker_agents = [built[spec] for spec in specs]
+
+
+def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
+    seed = deal_seed(job.seed, deal)
+    n = job.config.players
+    records = []
+    for rotation in range(job.rotations):
+        order = rotation_order(n, rotation)
+        seat_agents = [agents[i] for i in order]
+        for seat, agent in enumerate(seat_agents):
+            reset = getattr(agent, "reset", None)
+            if reset is not None:
+                reset(seat, agent_seed(job.seed, deal, rotation, seat))
+        game = Game(job.config, seed=seed)
+        first_leader = game.hand_leader
+        actions: list[int] = []
+        play_game(game, seat_agents, actions)
+        records.append(
+            GameRecord(
+                deal=deal,
+                rotation=rotation,
+                seed=seed,
+                agents=order,
+                first_leader=first_leader,
+                hands=tuple(game.history),
+                totals=tuple(game.totals),
+                winners=game.winners,
+                actions=tuple(actions),
+            )
+        )
+    return records
+
+
+_MIN_WIDTH = 64
+"""Fewest slots a batched part uses (when ``batch`` allows): fewer, and the per-step Python
+work outweighs the games' own."""
+
+
+def _seat_keys(deal_seed_: int, rotation: int, players: int) -> list[int]:
+    """The random key of each seat's first decision in game ``(deal, rotation)``; decision
+    ``t`` of the game is keyed ``key[seat] + t * golden`` (a SplitMix64 stream per seat)."""
+    return [splitmix64(deal_seed_ ^ splitmix64(rotation << 8 | seat)) for seat in range(players)]
+
+
+def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameRecord]:
+    """Games ``games`` (game ``g`` is deal ``g // rotations``, rotation ``g % rotations``) in
+    one :class:`BatchedGames` of up to ``job.batch`` slots, each slot given the next game of
+    the list when its game ends; returns their records in list order."""
+    n, rotations, count = job.config.players, job.rotations, len(games)
+    deal_of = [g // rotations for g in games]
+    rotation_of = [g % rotations for g in games]
+    seeds: dict[int, int] = {d: deal_seed(job.seed, d) for d in dict.fromkeys(deal_of)}
+    # Each distinct agent object is asked once per step; ``table[a]`` is agent a's object.
+    distinct = list({id(agent): agent for agent in agents}.values())
+    table = np.array([[d is a for d in distinct].index(True) for a in agents], dtype=np.int64)
+    # When the list runs out, slots go idle while the longest games finish: with fewer slots
+    # than games / 8, each slot plays 8 games or more and the idle tail stays short.
+    width = min(job.batch, max(_MIN_WIDTH, -(-count // 8)), count)
+    engine = BatchedGames(job.config, width, seed=[seeds[deal_of[j]] for j in range(width)])
+    game_of = np.arange(width)  # the index in ``games`` of each slot's game, -1 when idle
+    rotation = np.array(rotation_of[:width], dtype=np.int64)
+    keys = np.array(
+        [_seat_keys(seeds[deal_of[j]], rotation_of[j], n) for j in range(width)], dtype=np.uint64
+    )
+    decisions = np.zeros(width, dtype=np.uint64)
+    # Each slot's game's actions so far. The engine applies forced decisions itself
+    # (auto_forced, as ``Game.play_forced`` does: ``odin_env.batched.compare_with_rules``), so
+    # every action given to ``step`` is a decision that was not forced.
+    moves = np.zeros((width, 256), dtype=np.int16)
+    moved = np.zeros(width, dtype=np.int64)
+    hands: list[list[tuple[int, ...]]] = [[] for _ in range(width)]
+    first_leader = [0] * count
+    first_leader[:width] = engine.hand_leaders.tolist()
+    records: list[GameRecord | None] = [None] * count
+    following, live, slots = width, width, np.arange(width)
+    golden = np.uint64(GOLDEN)
+    while live:
+        seat = engine.seat
+        # Row i's agent: the one that game i's rotation seats where its turn is.
+        who = table[(seat - rotation) % n]
+        row_keys = keys[slots, seat] + decisions * golden
+        if live == width:
+            actions = act_by_seat(distinct, engine.obs, engine.mask, who, row_keys)
+        else:  # the list has run out: idle slots play any legal action, unseen
+            actions = engine.first_legal
+            rows = np.flatnonzero(game_of >= 0)
+            actions[rows] = act_by_seat(
+                distinct, engine.obs[rows], engine.mask[rows], who[rows], row_keys[rows]
+            )
+        playing = np.flatnonzero(game_of >= 0)
+        if moved.max() >= moves.shape[1]:
+            moves = np.concatenate([moves, np.zeros_like(moves)], axis=1)
+        moves[playing, moved[playing]] = actions[playing]
+        moved[playing] += 1
+        engine.step(actions)
+        decisions += np.uint64(1)
+        for i in np.flatnonzero(engine.hand_end & (game_of >= 0)).tolist():
+            hands[i].append(tuple(engine.penalties[i].tolist()))
+        restart: list[int] = []
+        for i in np.flatnonzero(engine.done).tolist():
+            j = int(game_of[i])
+            if j < 0:
+                continue
+            deal, turn = deal_of[j], rotation_of[j]
+            records[j] = GameRecord(
+                deal=deal,
+                rotation=turn,
+                seed=seeds[deal],
+                agents=rotation_order(n, turn),
+                first_leader=first_leader[j],
+                hands=tuple(hands[i]),
+                totals=tuple(engine.final_totals[i].tolist()),
+                winners=tuple(np.flatnonzero(engine.winners[i]).tolist()),
+                actions=tuple(moves[i, : moved[i]].tolist()),
+            )
+            hands[i] = []
+            moved[i] = 0
+            if following < count:
+                game_of[i] = following
+                rotation[i] = rotation_of[following]
+                keys[i] = _seat_keys(seeds[deal_of[following]], rotation_of[following], n)
+                decisions[i] = 0
+                restart.append(i)
+                following += 1
+            else:
+                game_of[i] = -1
+                live -= 1
+        if restart:
+            engine.restart(restart, [seeds[deal_of[game_of[i]]] for i in restart])
+            for i, leader in zip(restart, engine.hand_leaders[restart].tolist()):
+                first_leader[game_of[i]] = leader
+    return records  # type: ignore[return-value]
+
+
+def _work(args: tuple[_Job, range]) -> list[GameRecord]:
+    job, part = args
+    if job.batch:
+        return _play_games_batched(job, part, _worker_agents)
+    out = []
+    for deal in part:
+        out += _play_deal(job, deal, _worker_agents)
+    return out
+
+
+def _check_engine(engine: str, batch: int) -> None:
+    if engine not in TOURNAMENT_ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(TOURNAMENT_ENGINES)}; got {engine!r}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+
+
+def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -> bool:
+    """Whether ``engine`` means the batched engine for agents ``names``; ``ValueError`` when
+    it is ``batched`` and some agent has no batched form."""
+    if engine == "batched" and not all(batchable):
+        single = sorted({name for name, ok in zip(names, batchable) if not ok})
+        raise ValueError(
+            f"engine 'batched' needs agents with a batched form "
+            f"(act_batch: {', '.join(batch_form_names())}); "
+            f"none for {', '.join(single)}: use engine 'single' or 'auto'"
+        )
+    return engine == "batched" or (engine == "auto" and all(batchable))
+
+
+def play_deals(
+    agents: Sequence,
+    config: Config,
+    deals: int | range,
+    seed: int = 0,
+    *,
+    rotate: bool = True,
+    engine: str = "auto",
+    batch: int = BATCH,
+) -> list[GameRecord]:
+    """The games of :func:`play_tournament` with agent objects (one per seat), in this process.
+
+    ``deals``: a count, or a range of deal indices (game ``(d, r)`` is the same one in any
+    range that holds ``d``). The batched engine needs every agent to have ``act_batch``; an
+    agent appearing in several seats is asked once per step for all of them."""
+    _check_engine(engine, batch)
+    if len(agents) != config.players:
+        raise ValueError(
+            f"got {len(agents)} agents for {config.players} players: give one agent per seat"
+        )
+    deals = range(deals) if isinstance(deals, (int, np.integer)) else deals
+    if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
+        raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
+    names = [getattr(agent, "name", repr(agent)) for agent in agents]
+    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents])
+    rotations = config.players if rotate else 1
+    job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
+    if batched:
+        games = range(deals.start * rotations, deals.stop * rotations)
+        return _play_games_batched(job, games, agents)
+    return [record for deal in deals for record in _play_deal(job, deal, agents)]
+
+
+def play_tournament(
+    specs: Sequence[str],
+    config: Config,
+    deals: int,
+    seed: int = 0,
+    *,
+    rotate: bool = True,
+    workers: int = 1,
+    progress: bool = True,
+    chunk: int = 8,
+    engine: str = "auto",
+    batch: int = BATCH,
+    start: int = 0,
+    ray: str | None = None,
+) -> list[GameRecord]:
+    """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
+    game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
+
+    ``engine``: one of ``TOURNAMENT_ENGINES`` (see the module docstring); ``batch``: games
+    played at once by the batched engine (per worker); ``chunk``: deals per task of the single
+    engine. Neither changes the games. ``start``: play only deals ``start .. deals - 1`` (the
+    rest of an interrupted tournament). Ctrl-C raises :class:`TournamentInterrupted` holding the
+    games of the deals finished so far. ``ray``: play the chunks as Ray tasks on the cluster at
+    this address (``"local"``: a Ray instance of ``workers`` CPUs started for this process; see
+    :func:`odin_lab.evaluation.distributed.connect`), the same games in the same order; a chunk
+    whose worker dies is played again."""
+    _check_engine(engine, batch)
+    if len(specs) != config.players:
+        raise ValueError(
+            f"got {len(specs)} agents for {config.players} players: give one agent per seat"
+        )
+    if deals < 1:
+        raise ValueError(f"deals must be >= 1; got {deals}")
+    if not 0 <= start < deals:
+        raise ValueError(f"start must be a deal 0-{deals - 1}; got {start}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1; got {workers}")
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1; got {chunk}")
+    # Build every agent here (fail with a clear message rather than inside a worker).
+    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
+    spread = workers
+    if ray is not None:
+        from odin_lab.evaluation import distributed
+
+        # The cluster's CPUs size the chunks; several per CPU balance the load and make a
+        # chunk re-run after a lost worker cheap.
+        workers = distributed.connect(ray, workers)
+        spread = 4 * workers
+    rotations = config.players if rotate else 1
+    job = _Job(tuple(specs), config, int(seed), rotations, int(batch) if batched else 0)
+    if batched:
+        # Game g is deal g // rotations, rotation g % rotations. Big parts keep the slots busy
+        # (a part's last games finish with idle slots); several parts feed the workers.
+        first, games = start * rotations, deals * rotations
+        size = min(8 * job.batch, -(-(games - first) // spread))
+        chunks = [range(lo, min(lo + size, games)) for lo in range(first, games, size)]
+    else:
+        chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
+    bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
+    records: list[GameRecord] = []
+    try:
+        parts = _parts(job, chunks, workers, ray, bar)
+        # closing: stop the workers or tasks still running as soon as the loop is left.
+        with bar, closing(parts):
+            for part in parts:
+                records += part
+    except KeyboardInterrupt:
+        done = len(records) // rotations  # whole deals only: every rotation of each
+        raise TournamentInterrupted(records[: done * rotations], start + done) from None
+    return records
+
+
+def _parts(
+    job: _Job, chunks: list[range], workers: int, ray: str | None, bar: tqdm
+) -> Iterator[list[GameRecord]]:
+    """The chunks' games in chunk order, from local processes or Ray tasks; ``bar`` counts the
+    games as they arrive."""
+    if ray is None:
+        for part in _map(job, chunks, workers):
+            bar.update(len(part))
+            yield part
+        return
+    from odin_lab.evaluation.distributed import map_ordered
+
+    def count(part: list[GameRecord]) -> None:
+        bar.update(len(part))
+
+    tasks = [(job, part) for part in chunks]
+    yield from map_ordered(_work_anywhere, tasks, on_result=count, window=2 * workers + 2)
+
+
+_worker_built: tuple | None = None
+"""What this process's ``_worker_agents`` were built for (a Ray worker serves many jobs)."""
+
+
+def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
+    """:func:`_work` in any process: the agents are built on the first chunk of a job (a Ray
+    worker has no pool initializer) and kept for the next chunks."""
+    global _worker_built
+    job = args[0]
+    key = (job.specs, job.batch > 0)
+    if _worker_built != key:
+        _init_worker(*key)
+        _worker_built = key
+    return _work(args)
+
+
+def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
+    init = (job.specs, job.batch > 0)
+    if workers == 1 or len(chunks) == 1:
+        _init_worker(*init)
+        for part in chunks:
+            yield _work((job, part))
+        return
+    # spawn, not fork: torch (PPO agents) is not fork-safe, and spawn behaves alike everywhere.
+    context = mp.get_context("spawn")
+    with context.Pool(workers, initializer=_init_worker, initargs=(*init, True)) as pool:
+        yield from pool.imap(_work, [(job, part) for part in chunks])
