@@ -18,6 +18,7 @@ import types
 import typing
 from collections.abc import Iterable
 from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any
 
 
@@ -120,6 +121,13 @@ def add_fields(
 def given(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
     """The fields among ``names`` that the command line set."""
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+def program(script: str) -> str:
+    """The name a tool's messages start with: the console script the user ran (``odin-train``),
+    else ``script`` (``train.py``, also when the tool is called from Python)."""
+    typed = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return typed if typed.startswith("odin-") else script
 
 
 def fail(prog: str, message: object) -> int:

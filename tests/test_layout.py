@@ -13,14 +13,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["odin_env", "agents", "odin_lab.evaluation", "odin_lab.training", "odin_lab.webapp"]
+LAYERS = [
+    "odin_env",
+    "agents",
+    "odin_lab.evaluation",
+    "odin_lab.training",
+    "odin_lab.webapp",
+    "odin_lab.commands",
+]
 """Bottom to top: a package may import only itself and the ones before it, except as below."""
 CLI = "odin_lab.cli"
 """The CLIs' shared helpers: they sit on top, with the command-line tools."""
-CLI_LEVEL = {"odin_lab.webapp"}
+CLI_LEVEL = {"odin_lab.webapp", "odin_lab.commands"}
 """Packages at the command-line tools' level (``python -m odin_lab.webapp``): they may import
 ``odin_lab.cli``."""
-NOT_BELOW = {"odin_lab.webapp": {"odin_lab.training"}}
+NOT_BELOW = {
+    "odin_lab.webapp": {"odin_lab.training"},
+    "odin_lab.commands": {"odin_lab.webapp"},
+}
 """Packages a package may not import although they sit below it (the web app plays, it does
 not train)."""
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-import evaluate
 from odin_env.rules import Config
+from odin_lab.commands import evaluate
 from odin_lab.evaluation import figures
 from odin_lab.evaluation import leaderboard as lb
 from odin_lab.evaluation.records import config_dict, load_records, replay

@@ -238,7 +238,7 @@ def test_watch_saves_a_record_that_replay_tells_the_same(tmp_path):
     ],
 )
 def test_bad_replay_and_watch_input_is_one_line_exit_2(args, says, tmp_path, monkeypatch, capsys):
-    import evaluate
+    from odin_lab.commands import evaluate
 
     config = Config(players=3, threshold=3)
     record = play_deals([make("greedy")] * 3, config, 1, seed=0, rotate=False)[0]

@@ -20,9 +20,8 @@ import psutil
 import pytest
 import ray
 
-import evaluate
-import train
 from odin_env.rules import Config
+from odin_lab.commands import evaluate, train
 from odin_lab.evaluation.tournament import TournamentInterrupted, play_tournament
 from odin_lab.training import TrainConfig
 from odin_lab.training.collector import Rollout, gae

@@ -411,8 +411,8 @@ def test_make_net_4p_is_the_recipe_recorded_with_the_bundled_network():
     valid train.py runs, with the network the bundled file holds, the second keeping the soup."""
     import shlex
 
-    import train
     from agents.ppo import BUNDLED_DIR
+    from odin_lab.commands import train
 
     # As from a shell, also under `make test` (a sub-make would say which folder it enters).
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from odin_lab import cli
 
-PROG = "python -m odin_lab.webapp"
+PROG = cli.program("python -m odin_lab.webapp")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 

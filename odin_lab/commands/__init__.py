@@ -1,0 +1,3 @@
+"""The command-line tools: ``train``, ``evaluate`` and ``play``, each a ``main(argv)`` returning
+its exit code. ``train.py``, ``evaluate.py`` and ``play.py`` at the repository's top run them, and
+so do the console scripts ``odin-train``, ``odin-evaluate`` and ``odin-play`` of an install."""

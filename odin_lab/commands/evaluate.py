@@ -1,0 +1,387 @@
+"""Tournaments and studies of Odin agents (a thin CLI over the ``odin_lab.evaluation`` package).
+
+    python evaluate.py tournament --agents planner greedy random random --games 2000 \\
+        --players 4 --threshold 15 --seed 0 --workers 2 --out results/NAME
+    python evaluate.py seating --agent greedy --players 2 3 4 5 6 --games 5000 \\
+        --start-rule rotate winner
+    python evaluate.py thresholds --agents planner greedy greedy greedy --thresholds 5 10 15 20 30
+    python evaluate.py leaderboard --agents search ppo planner shaper greedy random --players 4
+    python evaluate.py showcase --out results/showcase      # what `make run` runs
+    python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
+    python evaluate.py watch --agents ppo planner greedy random --seed 0 [--out FILE]
+
+Agents are specs of ``agents.make``: random, a heuristic name, ppo or ppo:PATH. The game flags
+are the fields of ``odin_env.rules.Config``, with its docs and defaults.
+Deals are fixed by ``--seed`` and each
+deal is played once per seat rotation; results do not depend on ``--workers``, nor on
+``--ray [ADDRESS]`` (every command: the games as Ray tasks on a cluster, or on a local Ray
+without an address; ``odin_lab.evaluation.distributed``). ``tournament
+--engine`` picks how games are played (``auto``: the batched engine when every agent has a
+batched form; the results of deterministic agents do not depend on it). Bad input exits with
+code 2 and a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from odin_env.rules import FIRST_PLAYER_RULES, Config
+from odin_lab import cli
+
+PROG = cli.program("evaluate.py")
+SHARED = ("threshold", "colours", "episode", "reward")
+"""The game settings (``Config`` fields) every study takes as flags, as declared there."""
+
+
+def _game_flags(
+    p: argparse.ArgumentParser,
+    players_many: bool = False,
+    players_help: str = "seats (2-6); default: one per agent",
+) -> None:
+    if players_many:
+        p.add_argument(
+            "--players", type=int, nargs="+", default=[2, 3, 4, 5, 6], help="player counts"
+        )
+    else:
+        p.add_argument("--players", type=int, help=players_help)
+    skip = {"players", "seed"} | ({"first_player"} if players_many else set())
+    cli.add_fields(p, Config, skip=skip)
+    p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
+    _parallel_flags(p, workers=1)
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
+    """``--workers`` and ``--ray [ADDRESS]``; ``workers``: the default without Ray."""
+    p.add_argument(
+        "--workers", type=int,
+        help=f"worker processes (default {workers}); with --ray and no address: the CPUs of "
+        "the local Ray (default: all)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray", nargs="?", const="local", metavar="ADDRESS",
+        help="play the games as Ray tasks (the same results): on the cluster at ADDRESS "
+        "(auto, HOST:PORT or ray://HOST:PORT), or on a local Ray when no address is given; "
+        "needs the ray extra",
+    )  # fmt: skip
+    p.set_defaults(default_workers=workers)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The CLI's argument parser."""
+    root = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    sub = root.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tournament", help="agents play seeded deals from every seat")
+    t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
+    t.add_argument("--games", type=int, default=2000)
+    t.add_argument("--out", type=Path, default=Path("results/tournament"))
+    t.add_argument(
+        "--engine", choices=("auto", "single", "batched"), default="auto",
+        help="batched: many games at once (every agent but search); auto: batched when every "
+        "agent allows it; single: one game at a time",
+    )  # fmt: skip
+    t.add_argument(
+        "--resume", action="store_true",
+        help="continue the partial result in --out (after Ctrl-C) with the same settings",
+    )  # fmt: skip
+    _game_flags(t)
+
+    s = sub.add_parser("seating", help="win rate by seat, the same agent in every seat")
+    s.add_argument("--agent", default="greedy")
+    s.add_argument("--games", type=int, default=5000, help="games per player count and rule")
+    s.add_argument(
+        "--first-player", "--start-rule", dest="first_player", nargs="+",
+        default=["rotate", "winner"], help=", ".join(FIRST_PLAYER_RULES),
+    )  # fmt: skip
+    s.add_argument("--out", type=Path, default=Path("results/seating"))
+    _game_flags(s, players_many=True)
+
+    h = sub.add_parser("thresholds", help="how the threshold changes the first agent's results")
+    h.add_argument("--agents", nargs="+", default=["planner", "greedy", "greedy", "greedy"])
+    h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
+    h.add_argument("--games", type=int, default=2000, help="games per threshold")
+    h.add_argument("--out", type=Path, default=Path("results/thresholds"))
+    _game_flags(h)
+
+    b = sub.add_parser("leaderboard", help="rate many agents over every table of --players")
+    b.add_argument(
+        "--agents", nargs="+", required=True,
+        help="distinct agent specs, at least --players: every table of --players of them plays",
+    )  # fmt: skip
+    b.add_argument(
+        "--games", type=int, default=200,
+        help="games per table (rounded up to whole deals, each played from every seat)",
+    )  # fmt: skip
+    b.add_argument(
+        "--tables", type=int,
+        help="most tables: with more combinations of agents, a seeded balanced sample of this "
+        "many (default: evaluation.leaderboard.MAX_TABLES)",
+    )  # fmt: skip
+    b.add_argument("--out", type=Path, default=Path("results/leaderboard"))
+    _game_flags(b, players_help="seats per table (2-6); default: 4, or one per agent if fewer")
+
+    w = sub.add_parser("showcase", help="the tournament and seat table that `make run` shows")
+    w.add_argument("--out", type=Path, default=Path("results/showcase"))
+    w.add_argument("--games", type=int, default=800)
+    w.add_argument("--seed", type=int, default=0)
+    _parallel_flags(w, workers=2)
+    w.add_argument("--no-progress", action="store_true")
+    _show_parsers(sub)
+    return root
+
+
+def _show_parsers(sub: argparse._SubParsersAction) -> None:
+    """``replay`` and ``watch``: one game told move by move (``odin_lab.evaluation.narrate``)."""
+    r = sub.add_parser("replay", help="tell a recorded game move by move")
+    r.add_argument(
+        "results", type=Path,
+        help="a records file (tournament.json, a play.py or watch record; docs/records.md) "
+        "or a tournament's folder",
+    )  # fmt: skip
+    r.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
+    v = sub.add_parser("watch", help="play one new game between agents and tell it")
+    v.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
+    v.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
+    cli.add_fields(v, Config, skip={"players", "seed"})
+    v.add_argument("--seed", type=int, default=0, help="seed of the deal (>= 0)")
+    v.add_argument("--out", type=Path, help="also save the game as a records file")
+    for p in (r, v):
+        p.add_argument("--seat", type=int, help="tell it as this seat sees it (default: all open)")
+        p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
+
+
+def show(args: argparse.Namespace, prog: str) -> int:
+    """``replay`` and ``watch``: print the game; exit code 0, or 2 with one line."""
+    from odin_lab.evaluation.narrate import Style, tell_record, use_colour
+    from odin_lab.evaluation.records import load_records, write_records
+
+    try:
+        if args.command == "replay":
+            records, source = load_records(args.results), str(args.results)
+        else:
+            config = _check_counts(args, args.agents)
+            if args.seed < 0:
+                raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+            if args.out is not None and args.out.is_dir():
+                raise ValueError(f"--out {args.out} is a folder: name a file")
+            for spec in dict.fromkeys(args.agents):
+                check_agent(spec)
+            records, source = _watch(args.agents, config, args.seed), ""
+        players = records.config.players
+        if args.seat is not None and not 0 <= args.seat < players:
+            raise ValueError(f"--seat must be 0-{players - 1} ({players} players); got {args.seat}")
+        style = Style(use_colour(sys.stdout, args.no_colour))
+        lines = list(tell_record(records, args.game, args.seat, style, source))
+    except ValueError as e:
+        return cli.fail(prog, e)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    if args.command == "watch" and args.out is not None:
+        write_records(
+            args.out, records.config, records.specs, records.games, extra={"source": "watch"}
+        )
+    try:
+        print("\n".join(lines))
+        if args.command == "watch" and args.out is not None:
+            print(f"saved to {args.out} (python evaluate.py replay {args.out})")
+    except BrokenPipeError:  # e.g. piped into head: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _watch(specs: list[str], config: Config, seed: int):
+    """One new game between ``specs`` (deal 0, rotation 0 of a tournament seeded ``seed``)."""
+    from agents import make
+    from odin_lab.evaluation.records import RecordsFile
+    from odin_lab.evaluation.tournament import play_deals
+
+    record = play_deals([make(s) for s in specs], config, 1, seed, rotate=False, engine="single")
+    return RecordsFile(config, tuple(specs), tuple(record))
+
+
+def check_agent(spec: str) -> None:
+    """Build the agent once, so a bad spec fails here with a clear message."""
+    from agents import make
+
+    name, _, path = spec.partition(":")
+    if name == "ppo" and path and not Path(path).exists():
+        raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
+    try:
+        make(spec)
+    except ImportError as e:
+        raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
+    except OSError as e:
+        raise ValueError(f"agent {spec!r}: {e}") from None
+
+
+def config_of(args: argparse.Namespace, players: int, first_player: str | None = None) -> Config:
+    """The game of the command line at ``players`` seats (and ``first_player``, when given)."""
+    settings = cli.given(args, SHARED)
+    rule = first_player or getattr(args, "first_player", None)
+    if isinstance(rule, str):
+        settings["first_player"] = rule
+    return Config(players=players, **settings)
+
+
+def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
+    players = args.players if args.players is not None else len(specs)
+    config = config_of(args, players)
+    if len(specs) != players:
+        few = "fewer" if len(specs) < players else "more"
+        raise ValueError(
+            f"{len(specs)} agents for {players} players ({few} agents than players): "
+            "give one agent spec per seat"
+        )
+    return config
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    if getattr(args, "games", 1) < 1:
+        raise ValueError(f"--games must be >= 1; got {args.games}")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1; got {args.workers}")
+    if args.ray is not None:
+        from odin_lab.evaluation.distributed import require_ray
+
+        require_ray()
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a file: name a folder (new or existing)")
+
+
+def validate(args: argparse.Namespace) -> Config | None:
+    """Check everything before any game is played; ``ValueError`` names the problem."""
+    _check_common(args)
+    if args.command in ("tournament", "thresholds"):
+        config = _check_counts(args, args.agents)
+        for spec in dict.fromkeys(args.agents):
+            check_agent(spec)
+        if getattr(args, "engine", "auto") == "batched":
+            from agents.registry import batch_form_names, has_batch_form
+
+            single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
+            if single:
+                raise ValueError(
+                    f"--engine batched needs agents with a batched form "
+                    f"(act_batch: {', '.join(batch_form_names())}); "
+                    f"none for {', '.join(single)}: use --engine single or auto"
+                )
+        if args.command == "thresholds":
+            for t in args.thresholds:
+                if t < 1:
+                    raise ValueError(f"--thresholds must be positive integers; got {t}")
+        return config
+    if args.command == "leaderboard":
+        from odin_lab.evaluation.leaderboard import check
+
+        default = min(Config().players, len(args.agents))  # Config's 4, or one per agent
+        players = args.players if args.players is not None else default
+        config = config_of(args, players)
+        check(args.agents, players, args.tables)
+        for spec in args.agents:
+            check_agent(spec)
+        return config
+    if args.command == "seating":
+        for n in args.players:
+            for rule in args.first_player:
+                config_of(args, n, rule)
+        check_agent(args.agent)
+        return config_of(args, args.players[0])
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (0 done, 2 bad input, 130 interrupted)."""
+    args = parser().parse_args(argv)
+    prog = f"{PROG} {args.command}"
+    if args.command in ("replay", "watch"):
+        args.game = getattr(args, "game", 0)
+        return show(args, prog)
+    try:
+        config = validate(args)
+    except ValueError as e:
+        return cli.fail(prog, e)
+    if args.workers is None:  # a local Ray takes every CPU unless told otherwise
+        args.workers = (os.cpu_count() or 1) if args.ray is not None else args.default_workers
+    if args.ray is not None:
+        from odin_lab.evaluation.distributed import connect
+
+        try:
+            connect(args.ray, args.workers)  # before anything is played or written
+        except ValueError as e:
+            return cli.fail(prog, e)
+
+    from odin_lab.evaluation import studies
+    from odin_lab.evaluation.leaderboard import LeaderboardInterrupted, leaderboard
+    from odin_lab.evaluation.provenance import provenance
+    from odin_lab.evaluation.tournament import TournamentInterrupted
+
+    progress = not args.no_progress
+    specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
+    try:
+        if args.command == "tournament":
+            _, text = studies.tournament(
+                args.agents, config, args.games, args.seed, args.out, args.workers, progress,
+                engine=args.engine, resume=args.resume, ray=args.ray,
+            )  # fmt: skip
+        elif args.command == "seating":
+            _, text = studies.seating(
+                args.agent, args.players, args.first_player, args.games, args.seed, args.out,
+                config, args.workers, progress, ray=args.ray,
+            )  # fmt: skip
+        elif args.command == "leaderboard":
+            _, text = leaderboard(
+                args.agents, config, args.games, args.seed, args.out, args.workers, progress,
+                most=args.tables, ray=args.ray,
+            )  # fmt: skip
+        elif args.command == "thresholds":
+            _, text = studies.thresholds(
+                args.agents, args.thresholds, args.games, args.seed, args.out, config,
+                args.workers, progress, ray=args.ray,
+            )  # fmt: skip
+        else:
+            text = studies.showcase(
+                args.out, args.workers, args.games, seed=args.seed, progress=progress, ray=args.ray
+            )
+    except LeaderboardInterrupted as stop:
+        if not stop.written:
+            print(
+                f"\n{prog}: interrupted before a table finished; nothing written", file=sys.stderr
+            )
+            return 130
+        kept = f"the {stop.tables_done} tables finished (of {stop.tables_planned})"
+        return _partial(prog, args.out, specs, kept, "")
+    except TournamentInterrupted as stop:
+        kept = f"the {stop.deals_done} deals finished"
+        return _partial(prog, args.out, specs, kept, "; add --resume to play the rest")
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except ValueError as e:
+        return cli.fail(prog, e)
+    studies.write_json(args.out / "provenance.json", provenance(specs))
+    print(text)
+    print(f"written under {args.out}/")
+    return 0
+
+
+def _partial(prog: str, out: Path, specs: list[str], kept: str, hint: str) -> int:
+    """After Ctrl-C with a partial result written: its provenance, one line saying what was
+    kept; exit code 130."""
+    from odin_lab.evaluation.provenance import provenance
+    from odin_lab.evaluation.studies import write_json
+
+    write_json(out / "provenance.json", provenance(specs))
+    print(f"\n{prog}: interrupted: {kept} are in {out}/ (marked partial){hint}", file=sys.stderr)
+    return 130
+
+
+if __name__ == "__main__":
+    cli.restore_interrupts()  # Ctrl-C or `kill` keeps the finished deals
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Play Odin against the lab's agents in the terminal (a thin CLI over
+``odin_lab.evaluation.play``).
+
+    python play.py --opponents ppo ppo ppo
+    python play.py --opponents random --threshold 5 --seat 1 --seed 7 --out results/mine.json
+
+Type a move as card names (``R3 Y3``), a number from the menu, ``pass`` or ``take Y5``;
+``help`` explains, ``quit`` stops. The game is saved as a records file (default
+``results/play/seed-SEED.json``) that ``python evaluate.py replay FILE`` tells; a game stopped
+early (``quit``, Ctrl-C, end of input) is saved too, marked unfinished. Game flags are the
+fields of ``odin_env.rules.Config``. Bad flags exit 2 with one line; Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from odin_env.rules import Config
+from odin_lab import cli
+
+PROG = cli.program("play.py")
+GAME_FLAGS = [f.name for f in fields(Config) if f.name != "seed"]
+"""The game settings taken as flags (``--players``, ``--threshold``, ...)."""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The CLI's argument parser."""
+    p = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--opponents", nargs="+", required=True,
+        help="one agent spec per other seat (random, greedy, planner, ppo, ...)",
+    )  # fmt: skip
+    p.add_argument("--seat", type=int, default=0, help="your seat, 0 .. players - 1 (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the deals (>= 0; default: drawn and shown)")
+    p.add_argument("--out", type=Path, help="records file (default results/play/seed-SEED.json)")
+    p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
+    cli.add_fields(p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"})
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a session; return the exit code (0 done or quit, 2 bad input, 130 Ctrl-C)."""
+    args = parser().parse_args(argv)
+    try:
+        config = Config(**{"players": len(args.opponents) + 1, **cli.given(args, GAME_FLAGS)})
+        from agents.registry import check_spec
+        from odin_lab.evaluation.play import check_setup
+
+        check_setup(config, args.seat, args.opponents)
+        for spec in dict.fromkeys(args.opponents):
+            check_spec(spec)
+        if args.seed is not None and args.seed < 0:
+            raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+        seed = secrets.randbelow(2**31) if args.seed is None else args.seed
+        out = args.out or Path("results/play") / f"seed-{seed}.json"
+        if out.is_dir():
+            raise ValueError(f"--out {out} is a folder: name a file")
+        from odin_lab.evaluation.narrate import Style, use_colour
+        from odin_lab.evaluation.play import QuitRequested, Session, save
+
+        style = Style(use_colour(sys.stdout, args.no_colour))
+        session = Session(config, args.seat, args.opponents, seed, out, style)
+    except (ValueError, OSError) as e:
+        return cli.fail(PROG, e)
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted before the game began; nothing saved", file=sys.stderr)
+        return 130
+    print(f"Odin, {config.players} players to {config.threshold} points, seed {seed}.", flush=True)
+    code, stop = 0, ""
+    try:
+        session.run()
+    except QuitRequested:
+        stop = "you quit"
+    except EOFError:
+        stop = "end of input"
+    except KeyboardInterrupt:
+        code, stop = 130, "interrupted"
+    finished = save(out, config, seed, session.specs, session.actions)
+    state = "" if finished else f"{stop}: the unfinished game ({len(session.actions)} moves) "
+    print(f"\n{state or 'game '}saved to {out}; replay: python evaluate.py replay {out}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
