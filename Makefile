@@ -1,26 +1,46 @@
-# `make test` and `make run` each do their whole set-up from a fresh clone.
+# `make test` and `make run` each do their whole set-up from a fresh clone. Every install takes
+# its exact versions from a constraints file (constraints.txt; .venv-rllib: constraints-rllib.txt):
+# the versions the lab is tested with, among them torch's CPU build (unconstrained, pip would pick
+# a CUDA build of several GB). `make constraints` renews them from the environments make built.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+INSTALL := $(PY) -m pip install -q -c constraints.txt
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 RLLIB_STAMP := .venv-rllib/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: test run bench lint clean web screenshot net_4p
+.PHONY: test run bench lint clean web screenshot net_4p constraints
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
+
+# `make run`: the core and the evaluation extra, no more.
+$(RUN_STAMP): pyproject.toml constraints.txt | $(PY)
+	$(INSTALL) -e ".[eval]"
+	touch $@
+
+# Everything the tests use.
+$(STAMP): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,notebooks,web,ray,examples]"
-	touch $(STAMP)
+	$(INSTALL) -e ".[all,dev]"
+	touch $@
 
 # RLlib pins another gymnasium than the lab's: its example runs in an environment of its own.
 .venv-rllib: $(RLLIB_STAMP)
-$(RLLIB_STAMP): pyproject.toml
+$(RLLIB_STAMP): pyproject.toml constraints-rllib.txt
 	$(PYTHON) -m venv .venv-rllib
 	.venv-rllib/bin/python -m pip install -q --upgrade pip
-	.venv-rllib/bin/python -m pip install -q -e ".[rllib]"
-	touch $(RLLIB_STAMP)
+	.venv-rllib/bin/python -m pip install -q -c constraints-rllib.txt -e ".[rllib]"
+	touch $@
+
+# After upgrading a package in .venv or .venv-rllib (and the tests pass): write down its versions.
+constraints:
+	(echo "# The exact versions the lab is tested with (written by make constraints; see Makefile)"; \
+	 $(PY) -m pip freeze --exclude-editable | sed 's/+cpu$$//') > constraints.txt
+	(echo "# .venv-rllib's exact versions (RLlib pins its own gymnasium; see Makefile)"; \
+	 .venv-rllib/bin/python -m pip freeze --exclude-editable | sed 's/+cpu$$//') > constraints-rllib.txt
 
 # The web app's browser test drives Debian's Chromium (Playwright downloads no browser of its
 # own; the machine may have no network but the package mirrors). Skipped once it is installed.
@@ -47,7 +67,7 @@ web: $(STAMP)
 screenshot: $(STAMP) $(CHROMIUM)
 	ODIN_SCREENSHOT=docs/webapp.png $(PY) -m pytest -q tests/test_webapp_browser.py
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(PY) evaluate.py showcase --out results/showcase
 
 # The bundled network-only model, agents/models/net_4p.* (README, "A network alone"): imitation
