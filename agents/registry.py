@@ -4,18 +4,32 @@ Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
 one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``search``
 (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
-``search:Nms`` (``N`` milliseconds per decision). Batched forms (one call for a whole batch of
-games, :mod:`agents.batch`) exist for every agent but ``search``; :func:`has_batch_form` says which.
+``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
+or :data:`SEARCH_MAX_MS` ms. Batched forms (one call for a whole batch of games,
+:mod:`agents.batch`) exist for every agent but ``search``; :func:`has_batch_form` says which.
+
+Outside agents (:mod:`agents.outside`): ``module:Name``, ``path/to/file.py:Name``, or a name an
+installed package adds (entry-point group ``odin_lab.agents``). They run the user's own code, by
+the user's choice. The lab's own names win: ``ppo:X`` is always a model file, ``search:X`` a
+budget, and a package cannot take the name ``greedy``. Their batched form is their own
+``act_batch``, where they have one.
 """
 
 from __future__ import annotations
 
+from agents import outside
 from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
+from agents.outside import FORMS, absolute_spec
 from agents.ppo import BundledPPO, PPOAgent
 from agents.search import SearchAgent
+
+SEARCH_MAX_ROLLOUTS = 100_000
+"""Most playouts per decision ``search:N`` takes (about a minute a decision on one core)."""
+SEARCH_MAX_MS = 60_000
+"""Most milliseconds per decision ``search:Nms`` takes (a minute)."""
 
 
 def batch_form_names() -> list[str]:
@@ -24,36 +38,66 @@ def batch_form_names() -> list[str]:
 
 
 def agent_names() -> list[str]:
-    """Every spec ``make`` accepts without a path."""
+    """The lab's own specs without a path (outside agents: :func:`outside_names`)."""
     return ["random", *HEURISTICS, "ppo", "search"]
 
 
+def outside_names() -> list[str]:
+    """The agent names installed packages add (entry-point group ``odin_lab.agents``), less
+    any the lab's own names take."""
+    return [name for name in outside.entry_point_names() if name not in agent_names()]
+
+
+def spec_help() -> str:
+    """What an agent spec may be, in one paragraph (the CLIs' help)."""
+    return (
+        f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled models), "
+        f"ppo:PATH (a model file: read as data, never run as code), search, search:N "
+        f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
+        f"(1-{SEARCH_MAX_MS:,} ms); or your own agent, {FORMS}, or a name an installed package "
+        "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
+        "choice (docs/own-agent.md)"
+    )
+
+
 def check_spec(spec: str) -> None:
-    """``ValueError`` for a spec :func:`make` would refuse by its name (a model file named by
-    ``ppo:PATH`` is only read by ``make``)."""
+    """``ValueError`` (one line) for a spec :func:`make` would refuse by its name. A model file
+    (``ppo:PATH``) is only read by ``make``; an outside agent's module is imported here (its
+    factory is called only by ``make``)."""
     if not isinstance(spec, str):
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, _, path = spec.partition(":")
     if name == "ppo" or (name in agent_names() and not path):
         return
-    if name == "search" and _search_budget(path):
+    if name == "search":
+        _search_budget(path)
         return
-    raise ValueError(
-        f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
-        "search:N (N >= 1 playouts per decision), search:Nms (N >= 1 ms per decision)"
-    )
+    if name in agent_names() or (not path and name not in outside_names()):
+        raise ValueError(
+            f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
+            f"search:N, search:Nms, {FORMS} (your own code), or a name from an installed "
+            f"package ({', '.join(outside_names()) or 'none installed'})"
+        )
+    outside.find(spec)
 
 
-def _search_budget(text: str) -> dict[str, int] | None:
-    """The keyword of a ``search:`` budget (``"300"``: rollouts, ``"50ms"``: ms), else None."""
+def _search_budget(text: str) -> dict[str, int]:
+    """The keyword of a ``search:`` budget (``"300"``: rollouts, ``"50ms"``: ms); ``ValueError``
+    (naming the allowed range) for any other."""
     number, ms = (text[:-2], True) if text.endswith("ms") else (text, False)
-    if not number.isdigit() or int(number) < 1:
-        return None
+    most = SEARCH_MAX_MS if ms else SEARCH_MAX_ROLLOUTS
+    if not number.isdigit() or not 1 <= int(number) <= most:
+        raise ValueError(
+            f"bad search budget {'search:' + text!r}: allowed are search:N (N playouts per "
+            f"decision, 1-{SEARCH_MAX_ROLLOUTS:,}) or search:Nms (N milliseconds per decision, "
+            f"1-{SEARCH_MAX_MS:,})"
+        )
     return {"ms" if ms else "rollouts": int(number)}
 
 
 def make(spec: str, seed: int | None = None) -> Agent:
-    """Build an agent from a spec string (see the module docstring); ``ValueError`` if unknown."""
+    """Build an agent from a spec string (see the module docstring); ``ValueError`` (one line)
+    if it is unknown or an outside agent fails to load."""
     check_spec(spec)
     name, _, path = spec.partition(":")
     if name == "random":
@@ -62,24 +106,30 @@ def make(spec: str, seed: int | None = None) -> Agent:
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
         return SearchAgent(seed, **(_search_budget(path) if path else {}))
-    return HEURISTICS[name](seed=seed)
+    if name in HEURISTICS and not path:
+        return HEURISTICS[name](seed=seed)
+    return outside.build(spec, seed)
 
 
 def has_batch_form(spec: str) -> bool:
-    """Whether :func:`make_batch_agent` accepts ``spec`` (``ValueError`` if it is unknown)."""
+    """Whether :func:`make_batch_agent` accepts ``spec`` (``ValueError`` if it is unknown); an
+    outside agent has one when it has ``act_batch``."""
     check_spec(spec)
-    return spec == "random" or spec in BATCH_HEURISTICS or spec.partition(":")[0] == "ppo"
+    name, _, path = spec.partition(":")
+    if name in agent_names():
+        return spec == "random" or spec in BATCH_HEURISTICS or name == "ppo"
+    return outside.has_act_batch(spec)
 
 
 def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
     """The batched agent of a spec: ``random`` -> :class:`agents.batch.BatchRandomAgent`, a
     heuristic -> its numba form (:data:`agents.batched_heuristics.BATCH_HEURISTICS`),
-    ``ppo``/``ppo:PATH`` -> the PPO player (it has ``act_batch``); ``ValueError`` for an agent
-    without a batched form or an unknown spec."""
+    ``ppo``/``ppo:PATH`` -> the PPO player, an outside agent -> itself (both have
+    ``act_batch``); ``ValueError`` for an agent without a batched form or an unknown spec."""
     if not has_batch_form(spec):
         raise ValueError(
             f"agent {spec!r} has no batched form (act_batch): batched agents are "
-            f"{', '.join(batch_form_names())}"
+            f"{', '.join(batch_form_names())}, and outside agents with act_batch"
         )
     if spec == "random":
         return BatchRandomAgent(seed)
@@ -89,10 +139,15 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
 
 
 __all__ = [
+    "SEARCH_MAX_MS",
+    "SEARCH_MAX_ROLLOUTS",
+    "absolute_spec",
     "agent_names",
     "batch_form_names",
     "check_spec",
     "has_batch_form",
     "make",
     "make_batch_agent",
+    "outside_names",
+    "spec_help",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -20,11 +21,16 @@ GAME = ("players", "threshold")
 """The game settings the examples take as flags (``odin_env.rules.Config`` fields)."""
 
 
-def parse(doc: str, argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
+def parse(
+    doc: str, argv: list[str] | None = None, save: str = ""
+) -> tuple[argparse.Namespace, Config]:
     """The examples' flags: ``--smoke`` (a few seconds: what the tests run), ``--seed``,
-    ``--deals`` and the game settings ``GAME``. Bad input exits 2 with one line."""
+    ``--deals``, the game settings ``GAME``, and ``--save PATH`` when ``save`` says what it
+    saves. Bad input exits 2 with one line."""
     p = cli.Parser(description=doc.split("\n\n")[0])
     p.add_argument("--smoke", action="store_true", help="a tiny run of a few seconds (tests)")
+    if save:
+        p.add_argument("--save", type=Path, metavar="PATH", help=save)
     p.add_argument("--seed", type=int, default=0, help="seed of training and evaluation (>= 0)")
     p.add_argument("--deals", type=int, help="evaluation deals, each played from every seat")
     names = cli.add_fields(p, Config, skip={f for f in Config.__dataclass_fields__} - set(GAME))

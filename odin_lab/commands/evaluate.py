@@ -10,8 +10,10 @@
     python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
     python evaluate.py watch --agents ppo planner greedy random --seed 0 [--out FILE]
 
-Agents are specs of ``agents.make``: random, a heuristic name, ppo or ppo:PATH. The game flags
-are the fields of ``odin_env.rules.Config``, with its docs and defaults.
+Agents are specs of ``agents.make``: random, a heuristic name, ppo, ppo:PATH (a model file,
+data), search[:N|:Nms], or your own agent as module:Name or path/to/file.py:Name (that runs
+your code, by your choice; docs/own-agent.md). The game flags are the fields of
+``odin_env.rules.Config``, with its docs and defaults.
 Deals are fixed by ``--seed`` and each
 deal is played once per seat rotation; results do not depend on ``--workers``, nor on
 ``--ray [ADDRESS]`` (every command: the games as Ray tasks on a cluster, or on a local Ray
@@ -28,10 +30,13 @@ import os
 import sys
 from pathlib import Path
 
+from agents.registry import spec_help
 from odin_env.rules import FIRST_PLAYER_RULES, Config
 from odin_lab import cli
 
 PROG = cli.program("evaluate.py")
+SPECS = f"Agent specs: {spec_help()}."
+"""What an agent spec may be (the help's last paragraph)."""
 SHARED = ("threshold", "colours", "episode", "reward")
 """The game settings (``Config`` fields) every study takes as flags, as declared there."""
 
@@ -72,11 +77,11 @@ def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
-    root = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    root = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=SPECS)
     sub = root.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("tournament", help="agents play seeded deals from every seat")
-    t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
+    t = sub.add_parser("tournament", epilog=SPECS, help="agents play seeded deals from every seat")
+    t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
     t.add_argument("--games", type=int, default=2000)
     t.add_argument("--out", type=Path, default=Path("results/tournament"))
     t.add_argument(
@@ -90,8 +95,10 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _game_flags(t)
 
-    s = sub.add_parser("seating", help="win rate by seat, the same agent in every seat")
-    s.add_argument("--agent", default="greedy")
+    s = sub.add_parser(
+        "seating", epilog=SPECS, help="win rate by seat, the same agent in every seat"
+    )
+    s.add_argument("--agent", default="greedy", help="the agent spec (default: greedy)")
     s.add_argument("--games", type=int, default=5000, help="games per player count and rule")
     s.add_argument(
         "--first-player", "--start-rule", dest="first_player", nargs="+",
@@ -100,14 +107,21 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, default=Path("results/seating"))
     _game_flags(s, players_many=True)
 
-    h = sub.add_parser("thresholds", help="how the threshold changes the first agent's results")
-    h.add_argument("--agents", nargs="+", default=["planner", "greedy", "greedy", "greedy"])
+    h = sub.add_parser(
+        "thresholds", epilog=SPECS, help="how the threshold changes the first agent's results"
+    )
+    h.add_argument(
+        "--agents", nargs="+", default=["planner", "greedy", "greedy", "greedy"],
+        help="one agent spec per seat; the first is studied",
+    )  # fmt: skip
     h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
     h.add_argument("--games", type=int, default=2000, help="games per threshold")
     h.add_argument("--out", type=Path, default=Path("results/thresholds"))
     _game_flags(h)
 
-    b = sub.add_parser("leaderboard", help="rate many agents over every table of --players")
+    b = sub.add_parser(
+        "leaderboard", epilog=SPECS, help="rate many agents over every table of --players"
+    )
     b.add_argument(
         "--agents", nargs="+", required=True,
         help="distinct agent specs, at least --players: every table of --players of them plays",
@@ -143,8 +157,8 @@ def _show_parsers(sub: argparse._SubParsersAction) -> None:
         "or a tournament's folder",
     )  # fmt: skip
     r.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
-    v = sub.add_parser("watch", help="play one new game between agents and tell it")
-    v.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat")
+    v = sub.add_parser("watch", epilog=SPECS, help="play one new game between agents and tell it")
+    v.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
     v.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
     cli.add_fields(v, Config, skip={"players", "seed"})
     v.add_argument("--seed", type=int, default=0, help="seed of the deal (>= 0)")

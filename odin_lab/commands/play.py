@@ -29,10 +29,14 @@ GAME_FLAGS = [f.name for f in fields(Config) if f.name != "seed"]
 
 def parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
-    p = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    from agents.registry import spec_help
+
+    p = cli.Parser(
+        prog=PROG, description=__doc__.split("\n\n")[0], epilog=f"Agent specs: {spec_help()}."
+    )
     p.add_argument(
         "--opponents", nargs="+", required=True,
-        help="one agent spec per other seat (random, greedy, planner, ppo, ...)",
+        help="one agent spec per other seat (random, greedy, planner, ppo, ...; see below)",
     )  # fmt: skip
     p.add_argument("--seat", type=int, default=0, help="your seat, 0 .. players - 1 (default 0)")
     p.add_argument("--seed", type=int, help="seed of the deals (>= 0; default: drawn and shown)")

@@ -36,7 +36,13 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.batch import BatchAgent, act_by_seat
-from agents.registry import batch_form_names, has_batch_form, make, make_batch_agent
+from agents.registry import (
+    absolute_spec,
+    batch_form_names,
+    has_batch_form,
+    make,
+    make_batch_agent,
+)
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
@@ -402,7 +408,10 @@ def play_tournament(
         workers = distributed.connect(ray, workers)
         spread = 4 * workers
     rotations = config.players if rotate else 1
-    job = _Job(tuple(specs), config, int(seed), rotations, int(batch) if batched else 0)
+    # Workers rebuild the agents from the specs, maybe in another folder (Ray): a file agent's
+    # relative path is made absolute here, where it was given.
+    specs = tuple(absolute_spec(spec) for spec in specs)
+    job = _Job(specs, config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
         # Game g is deal g // rotations, rotation g % rotations. Big parts keep the slots busy
         # (a part's last games finish with idle slots); several parts feed the workers.

@@ -3,8 +3,9 @@
 It binds 127.0.0.1 by default. Another address would let other machines play and read the
 records folders, so it is refused unless ``--allow-remote`` is given. Finished games are saved
 under ``--out`` (default ``results/web``); the replay viewer lists the records files there and
-under ``--records`` (default ``results``: tournaments' ``tournament.json`` included). Bad input
-exits with code 2 and a one-line error.
+under ``--records`` (default ``results``: tournaments' ``tournament.json`` included). The
+opponents offered are the lab's own agents; ``--allow-code-agents [SPEC ...]`` adds outside
+agents (their code runs in the server). Bad input exits with code 2 and a one-line error.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def parser() -> argparse.ArgumentParser:
         help="folder searched for records files to replay (default: results)",
     )  # fmt: skip
     p.add_argument("--max-games", type=int, default=64, help="live games kept (default: 64)")
+    p.add_argument(
+        "--allow-code-agents", nargs="*", metavar="SPEC",
+        help="also offer outside agents, which runs their code in this server: the names "
+        "installed packages add (entry points odin_lab.agents) and each SPEC given "
+        "(module:Name or path/to/file.py:Name; docs/own-agent.md)",
+    )  # fmt: skip
     return p
 
 
@@ -60,7 +67,29 @@ def check(args: argparse.Namespace) -> str | None:
         return f"--out {args.out} is a file; give a folder (it is created when missing)"
     if args.records is not None and not args.records.is_dir():
         return f"--records {args.records} is not a folder"
+    return _check_code_agents(args.allow_code_agents or [])
+
+
+def _check_code_agents(specs: list[str]) -> str | None:
+    """The one-line problem with the outside agents of ``--allow-code-agents``, or ``None``."""
+    from agents.registry import check_spec
+
+    for spec in specs:
+        try:
+            check_spec(spec)
+        except ValueError as error:
+            return f"--allow-code-agents: {error}"
     return None
+
+
+def code_agents(specs: list[str] | None) -> list[str]:
+    """The outside agents the app offers: none without ``--allow-code-agents``, else the
+    installed packages' names and the specs given."""
+    if specs is None:
+        return []
+    from agents.registry import outside_names
+
+    return list(dict.fromkeys([*outside_names(), *specs]))
 
 
 def allowed_hosts(host: str, allow_remote: bool) -> list[str] | None:
@@ -92,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(
         args.out, records, max_games=args.max_games,
         allowed_hosts=allowed_hosts(args.host, args.allow_remote),
+        code_agents=code_agents(args.allow_code_agents),
     )  # fmt: skip
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host

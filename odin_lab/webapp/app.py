@@ -30,7 +30,7 @@ illegal move or a record that does not replay.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -72,14 +72,17 @@ def create_app(
     *,
     max_games: int = 64,
     allowed_hosts: list[str] | None = None,
+    code_agents: Sequence[str] = (),
 ) -> FastAPI:
     """The app: finished games are saved under ``out_dir``; the replay viewer lists the records
     files under ``out_dir`` (label ``saved``) and ``records_dir`` (label ``records``). At most
     ``max_games`` games are kept live; one dropped, or live when the server stops, is saved as
     unfinished once the person has moved in it. ``allowed_hosts``: the ``Host`` header values
     accepted (``None``: any), which shuts out pages of other sites that rebind a name to
-    127.0.0.1."""
+    127.0.0.1. ``code_agents``: outside agent specs offered beside the lab's own (they run the
+    server operator's code: only what ``--allow-code-agents`` names)."""
     store = SessionStore(Path(out_dir), max_games=max_games)
+    offered = [*agent_names(), *code_agents]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -138,7 +141,7 @@ def create_app(
     @app.get("/api/agents")
     def agents() -> dict:
         return {
-            "agents": agent_names(),
+            "agents": offered,
             "players": list(range(MIN_PLAYERS, MAX_PLAYERS + 1)),
             "threshold": Config().threshold,
             "max_threshold": MAX_THRESHOLD,
@@ -147,7 +150,7 @@ def create_app(
 
     @app.post("/api/games")
     async def new_game(request: Request) -> dict:
-        config, opponents, seed = parse_new_game(await _body(request))
+        config, opponents, seed = parse_new_game(await _body(request), offered)
         session = await run_in_threadpool(store.create, config, opponents, seed)
         return play_response(session, session.opening)
 

@@ -22,6 +22,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,12 +173,14 @@ def _short(moved: dict) -> str:
     return " ".join([moved["kind"], *moved["cards"]])
 
 
-def parse_new_game(body: object) -> tuple[Config, list[str], int | None]:
+def parse_new_game(
+    body: object, names: Sequence[str] | None = None
+) -> tuple[Config, list[str], int | None]:
     """The settings of a new-game request, or ``RequestError(400)`` naming the bad field.
 
-    Fields: ``players`` (2-6), ``opponents`` (one agent name per other seat, from
-    ``agents.registry.agent_names()``: no model paths), ``threshold`` (1-100, default 15),
-    ``seed`` (optional integer >= 0)."""
+    Fields: ``players`` (2-6), ``opponents`` (one agent name per other seat, from ``names``,
+    default ``agents.registry.agent_names()``: no model paths), ``threshold`` (1-100, default
+    15), ``seed`` (optional integer >= 0)."""
     body = check_fields(
         body, {"players": True, "opponents": True, "threshold": False, "seed": False}
     )
@@ -187,7 +190,7 @@ def parse_new_game(body: object) -> tuple[Config, list[str], int | None]:
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
     opponents = body["opponents"]
-    names = agent_names()
+    names = agent_names() if names is None else list(names)
     if not isinstance(opponents, list) or len(opponents) != players - 1:
         raise RequestError(
             400, f"opponents must be a list of {players - 1} agent names (one per other seat)"

@@ -1,0 +1,276 @@
+"""Agents from outside the lab (``agents.outside``): a file agent, a module agent, a factory and
+an installed package's entry point play wherever an agent is named, also in worker processes,
+with the same records as in one process; every bad spec is one line and exit code 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from agents.heuristics import Greedy
+from agents.registry import check_spec, has_batch_form, make, outside_names
+from odin_env.rules import Config
+from odin_lab.evaluation.records import replay_steps
+from odin_lab.evaluation.tournament import play_tournament
+from odin_lab.webapp.__main__ import main as web_main
+from odin_lab.webapp.app import create_app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LOWEST = '''
+import numpy as np
+
+class Lowest:
+    """The lowest legal action: deterministic, so replays can check every decision."""
+
+    def act(self, observation, action_mask):
+        return int(np.flatnonzero(action_mask)[0])
+
+class LowestBatched(Lowest):
+    """The same, for a whole batch at once."""
+
+    name = "lowest-batched"
+
+    def act_batch(self, obs, mask):
+        return np.argmax(mask != 0, axis=1)
+'''
+
+SEEDED = '''
+import numpy as np
+
+class Seeded:
+    """Uniform over the legal actions, its randomness from reset(seat, seed) alone."""
+
+    def __init__(self, seed=None):
+        self.made_with = seed
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seat, seed=None):
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation, action_mask):
+        legal = np.flatnonzero(action_mask)
+        return int(legal[self.rng.integers(legal.size)])
+
+def seeded(seed=None):
+    return Seeded(seed)
+
+def bare():
+    return Seeded(99)
+
+ONE = Seeded(5)
+NOT_AN_AGENT = 3
+
+class NoAct:
+    pass
+
+def returns_a_string():
+    return "hello"
+'''
+
+
+@pytest.fixture
+def outside(tmp_path, monkeypatch):
+    """A file agent under ``tmp_path/mine`` and a module ``seeded_agents`` on ``sys.path``;
+    the current folder is ``tmp_path``."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "lowest.py").write_text(LOWEST)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "seeded_agents.py").write_text(SEEDED)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def lowest_played_every_decision(records, config: Config, agent: int) -> int:
+    """How many decisions agent ``agent`` made, after checking it played the lowest legal
+    action at each (the records' actions replayed through the rules)."""
+    made = 0
+    for record in records:
+        for step in replay_steps(record, config)[:-1]:
+            if record.agents[step.seat] == agent and not step.forced:
+                assert step.action == min(step.game.legal)
+                made += 1
+    return made
+
+
+def test_a_file_agent_and_a_module_agent_give_the_same_records_on_one_or_two_workers(outside):
+    specs = ["mine/lowest.py:Lowest", "seeded_agents:Seeded", "greedy"]
+    config = Config(players=3, threshold=8)
+    one = play_tournament(specs, config, 6, seed=11, workers=1, progress=False, chunk=2)
+    two = play_tournament(specs, config, 6, seed=11, workers=2, progress=False, chunk=2)
+    assert one == two and len(one) == 6 * 3
+    assert lowest_played_every_decision(one, config, agent=0) > 0
+    # The module agent draws from reset(seat, seed): another tournament seed, other games.
+    other = play_tournament(specs, config, 6, seed=12, workers=1, progress=False, chunk=2)
+    assert [r.actions for r in other] != [r.actions for r in one]
+
+
+def test_an_outside_agent_with_act_batch_plays_the_batched_engine_alike(outside):
+    specs = ["mine/lowest.py:LowestBatched", "greedy"]
+    config = Config(players=2, threshold=8)
+    assert has_batch_form(specs[0]) and not has_batch_form("mine/lowest.py:Lowest")
+    batched = play_tournament(specs, config, 8, seed=3, engine="batched", progress=False)
+    single = play_tournament(specs, config, 8, seed=3, engine="single", progress=False)
+    assert batched == single
+    assert lowest_played_every_decision(batched, config, agent=0) > 0
+
+
+def test_a_relative_file_path_resolves_from_where_it_was_given(outside, monkeypatch):
+    from agents.registry import absolute_spec
+
+    spec = "mine/lowest.py:Lowest"
+    assert absolute_spec(spec) == f"{outside / 'mine' / 'lowest.py'}:Lowest"
+    assert absolute_spec("seeded_agents:Seeded") == "seeded_agents:Seeded"
+    assert absolute_spec("ppo:models/x.safetensors") == "ppo:models/x.safetensors"
+    # Workers may run elsewhere: the parent makes the path absolute before they get it.
+    config = Config(players=2, threshold=5)
+    here = play_tournament([spec, "greedy"], config, 2, seed=1, workers=2, progress=False, chunk=1)
+    monkeypatch.chdir(outside / "lib")
+    absolute = [f"{outside}/mine/lowest.py:Lowest", "greedy"]
+    assert play_tournament(absolute, config, 2, seed=1, progress=False) == here
+
+
+def test_factories_are_called_with_seed_when_they_take_it_and_objects_are_used_as_they_are(
+    outside,
+):
+    assert make("seeded_agents:Seeded", seed=7).made_with == 7  # a class
+    assert make("seeded_agents:seeded", seed=8).made_with == 8  # a function taking seed
+    assert make("seeded_agents:bare", seed=8).made_with == 99  # a function taking nothing
+    import seeded_agents
+
+    assert make("seeded_agents:ONE") is seeded_agents.ONE  # an agent object, as it is
+    built = make("mine/lowest.py:Lowest")
+    assert built.name == "mine/lowest.py:Lowest"  # named by its spec when it has no name
+    assert make("mine/lowest.py:LowestBatched").name == "lowest-batched"
+    # A file is loaded once per process, however many agents it makes.
+    assert type(make("mine/lowest.py:Lowest")) is type(built)
+
+
+def test_an_installed_package_adds_agents_by_entry_point_and_cannot_take_a_lab_name(
+    tmp_path, monkeypatch
+):
+    site = tmp_path / "site"
+    info = site / "odin_extra_agents-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: odin-extra-agents\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[odin_lab.agents]\nlowest = extra_agents:Lowest\ngreedy = extra_agents:Lowest\n"
+    )
+    (site / "extra_agents.py").write_text(LOWEST)
+    monkeypatch.syspath_prepend(str(site))
+    assert "lowest" in outside_names() and "greedy" not in outside_names()
+    check_spec("lowest")
+    assert type(make("lowest")).__name__ == "Lowest"
+    assert isinstance(make("greedy"), Greedy)  # the lab's own names win
+    config = Config(players=2, threshold=5)
+    specs = ["lowest", "random"]
+    one = play_tournament(specs, config, 2, seed=4, progress=False, chunk=1)
+    two = play_tournament(specs, config, 2, seed=4, workers=2, progress=False, chunk=1)
+    assert one == two
+    assert lowest_played_every_decision(one, config, agent=0) > 0
+
+
+BAD = [
+    ("no_such_module_xyz:Agent", "module no_such_module_xyz does not import: ModuleNotFoundError"),
+    ("broken_agents:Agent", "module broken_agents does not import: RuntimeError: cannot start"),
+    ("seeded_agents:Missing", "seeded_agents has no attribute 'Missing'"),
+    ("seeded_agents:NOT_AN_AGENT", "int 3 is not an agent"),
+    ("seeded_agents:NoAct", "is not an agent"),
+    ("seeded_agents:returns_a_string", "its factory returned str 'hello'"),
+    ("mine/missing.py:Agent", "no such file mine/missing.py"),
+    ("mine/broken.py:Agent", "file mine/broken.py does not import: SyntaxError"),
+    ("search:1000000000000", "search:N (N playouts per decision, 1-100,000)"),
+    ("search:60001ms", "search:Nms (N milliseconds per decision, 1-60,000)"),
+]
+
+
+@pytest.mark.parametrize(("spec", "says"), BAD)
+def test_a_bad_outside_spec_is_one_line_and_exit_2_in_evaluate(outside, spec, says):
+    (outside / "lib" / "broken_agents.py").write_text('raise RuntimeError("cannot start\\nmore")\n')
+    (outside / "mine" / "broken.py").write_text("def oops(:\n")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), "tournament", "--agents", spec, "greedy",
+         "--games", "2", "--out", "out"],
+        cwd=outside, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(outside / "lib")},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("evaluate.py tournament: error: ")
+    assert says in done.stderr and spec in done.stderr
+    assert not (outside / "out").exists()
+
+
+def test_the_registry_refuses_bad_specs_with_a_value_error(outside):
+    for spec, says in BAD[2:6]:
+        with pytest.raises(ValueError, match=says):
+            make(spec)
+    with pytest.raises(ValueError, match="unknown agent spec 'greedy:x'"):
+        check_spec("greedy:x")  # the lab's names take no argument (but ppo and search)
+
+
+def test_the_web_app_offers_an_outside_agent_only_when_the_server_allows_code(outside):
+    spec = "mine/lowest.py:Lowest"
+    body = {"players": 2, "opponents": [spec], "threshold": 5, "seed": 1}
+    plain = TestClient(create_app(outside / "web", outside / "records"))
+    assert spec not in plain.get("/api/agents").json()["agents"]
+    refused = plain.post("/api/games", json=body)
+    assert refused.status_code == 400 and "unknown opponent" in refused.json()["error"]
+    allowing = TestClient(create_app(outside / "web", outside / "records", code_agents=[spec]))
+    offered = allowing.get("/api/agents").json()["agents"]
+    assert spec in offered and "greedy" in offered
+    assert allowing.post("/api/games", json=body).status_code == 200
+
+
+def test_the_web_command_refuses_a_bad_code_agent_with_one_line(outside, capsys):
+    assert web_main(["--allow-code-agents", "seeded_agents:NOT_AN_AGENT"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--allow-code-agents: agent 'seeded_agents:NOT_AN_AGENT'" in err
+
+
+def test_play_refuses_a_bad_outside_opponent_with_one_line(outside):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "play.py"), "--opponents", "seeded_agents:Missing"],
+        cwd=outside, capture_output=True, text=True, timeout=60, input="",
+        env={**os.environ, "PYTHONPATH": str(outside / "lib")},
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        "play.py: error: agent 'seeded_agents:Missing': seeded_agents has no attribute 'Missing'\n"
+    )
+
+
+def test_the_help_says_an_outside_spec_runs_your_code(outside):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), "leaderboard", "--help"],
+        cwd=outside, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    text = " ".join(done.stdout.split())
+    assert "module:Name, path/to/file.py:Name" in text and "runs your code, by your choice" in text
+    assert "a model file: read as data, never run as code" in text
+
+
+def test_an_agent_is_any_object_with_act_and_needs_no_lab_import(tmp_path):
+    (tmp_path / "plain.py").write_text(
+        textwrap.dedent(
+            """
+            def first_legal(observation, action_mask):
+                return int(action_mask.nonzero()[0][0])
+
+            class Plain:
+                act = staticmethod(first_legal)
+            """
+        )
+    )
+    agent = make(f"{tmp_path}/plain.py:Plain")
+    mask = np.zeros(3634, dtype=np.int8)
+    mask[[5, 9]] = 1
+    assert agent.act(np.zeros(10, dtype=np.float32), mask) == 5
