@@ -104,9 +104,10 @@ class BatchStep(NamedTuple):
 _announced = False
 
 
-def _announce_compilation() -> None:
-    """Say so on stderr when the kernels are about to be compiled (numba keeps no cache of them
-    yet): a silent 20-60 s pause looks like a hang."""
+def announce_compilation() -> None:
+    """Say so on stderr, once per process, when the kernels are about to be compiled (numba
+    keeps no cache of them yet): a silent 20-60 s pause looks like a hang. ``BatchedGames``
+    calls it; a caller that draws a progress bar calls it first, so the line comes before it."""
     global _announced
     if _announced:
         return
@@ -268,7 +269,7 @@ class BatchedGames:
         for name, flag in (("auto_forced", auto_forced), ("parallel", parallel)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False; got {flag!r}")
-        _announce_compilation()
+        announce_compilation()
         self._step_games = k.step_games_parallel if parallel else k.step_games
         self.config = config = config or Config()
         self.batch = batch = int(batch)

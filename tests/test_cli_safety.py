@@ -116,3 +116,18 @@ def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monk
     batched._announce_compilation()
     batched._announce_compilation()
     assert capsys.readouterr().err.count("compiling the batched engine") == 1
+
+
+def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
+    # A cold numba cache, as in a fresh clone: this process compiles the kernels while playing
+    # the first part, and the two workers load them (each used to compile and announce them).
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "evaluate.py", "tournament", "--agents", "random", "random",
+         "--games", "300", "--workers", "2", "--out", str(tmp_path / "t")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("compiling the batched engine") == 1, done.stderr
+    # The line comes before the progress bar, not inside it.
+    assert done.stderr.startswith("odin_env: compiling the batched engine"), done.stderr[:200]

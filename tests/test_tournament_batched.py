@@ -24,7 +24,12 @@ from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.seeding import keyed_uniforms
-from odin_lab.evaluation.tournament import deal_seed, play_deals, play_tournament
+from odin_lab.evaluation.tournament import (
+    batched_parts,
+    deal_seed,
+    play_deals,
+    play_tournament,
+)
 
 # One config per table size, covering every first-player rule, both episode and reward modes.
 _CONFIGS = [
@@ -83,11 +88,25 @@ def test_batched_random_tournament_is_reproducible_and_seeded_and_worker_indepen
     assert [r.totals for r in other] != [r.totals for r in first]
     # Every agent plays every deal from every seat, as on the single engine.
     assert [(r.deal, r.rotation) for r in first] == [(d, k) for d in range(10) for k in range(4)]
-    # Two workers share the games in parts of 20: the games stay the same.
+    # batch 2: parts of 16 games, the first played in this process, the others by two workers.
     two = play_tournament(
-        ["random"] * 4, config, 10, seed=2, engine="batched", workers=2, progress=False
+        ["random"] * 4, config, 10, seed=2, engine="batched", workers=2, batch=2, progress=False
     )
     assert two == first
+
+
+def test_batched_parts_start_small_and_cover_the_games_in_order():
+    # The showcase's 800 games: parts of 64, so its progress bar moves every few seconds.
+    showcase = batched_parts(0, 800, 1024)
+    assert [len(p) for p in showcase] == [64] * 12 + [32]
+    # A big tournament starts with 64 games, doubles up to a 16th of the games, and a resumed
+    # one starts where it stopped.
+    big = batched_parts(400, 100_400, 1024)
+    assert [len(p) for p in big[:5]] == [64, 128, 256, 512, 1024]
+    assert max(len(p) for p in big) == 6250
+    for cut, first, games in ((showcase, 0, 800), (big, 400, 100_400)):
+        assert [g for p in cut for g in p] == list(range(first, games))
+    assert max(len(p) for p in batched_parts(0, 100_000, 8)) == 64  # at most 8 batches
 
 
 def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
