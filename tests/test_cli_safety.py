@@ -113,8 +113,8 @@ def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monk
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # an empty cache
     monkeypatch.setattr(batched, "_announced", False)
-    batched._announce_compilation()
-    batched._announce_compilation()
+    batched.announce_compilation()
+    batched.announce_compilation()
     assert capsys.readouterr().err.count("compiling the batched engine") == 1
 
 
