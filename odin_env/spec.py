@@ -35,6 +35,9 @@ FIRST_PLAYER_RULES = ("rotate", "winner", "random", "fixed")
 EPISODES = ("game", "hand")
 REWARDS = ("penalty", "win")
 TWO_PLAYER_COLOURS = 4
+MAX_THRESHOLD = 1000
+"""The highest threshold: a game's length grows with it (about 25 actions a point), and one to
+1,000 already takes some 25,000 actions."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Config:
     players: int = 4
     """Seats at the table, 2-6 (R2)."""
     threshold: int = 15
-    """The game ends after a hand in which a total reaches or passes this (R14)."""
+    """The game ends after a hand in which a total reaches or passes this (R14); 1-1000."""
     colours: int | None = None
     """Colours in play, 2-6 and at least ``players``; ``None``: 4 for 2 players, else 6 (R3)."""
     first_player: str = "rotate"
@@ -60,7 +63,7 @@ class Config:
 
     def __post_init__(self) -> None:
         _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
-        _check_int("threshold", self.threshold, 1, None)
+        _check_int("threshold", self.threshold, 1, MAX_THRESHOLD)
         if self.colours is None:
             object.__setattr__(
                 self, "colours", TWO_PLAYER_COLOURS if self.players == 2 else NUM_COLOURS
@@ -155,6 +158,7 @@ def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
 
 __all__ = [
     "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "LEAD", "MAX_PLAYERS",
-    "MIN_PLAYERS", "NUM_ACTIONS", "OVER", "PASS", "PHASE_NAMES", "REWARDS", "TAKE", "TAKING",
-    "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action", "check_seed", "game_config",
+    "MAX_THRESHOLD", "MIN_PLAYERS", "NUM_ACTIONS", "OVER", "PASS", "PHASE_NAMES", "REWARDS",
+    "TAKE", "TAKING", "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action",
+    "check_seed", "game_config",
 ]  # fmt: skip

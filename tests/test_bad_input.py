@@ -78,8 +78,10 @@ def test_env_illegal_terminate_mode_uses_pettingzoo_wrapper() -> None:
         ("players", {"players": 7}, "2-6"),
         ("players", {"players": 1}, "2-6"),
         ("players", {"players": 4.0}, "2-6"),
-        ("threshold", {"threshold": 0}, ">= 1"),
-        ("threshold", {"threshold": -5}, ">= 1"),
+        ("threshold", {"threshold": 0}, "1-1000"),
+        ("threshold", {"threshold": -5}, "1-1000"),
+        ("threshold", {"threshold": 1001}, "1-1000"),
+        ("threshold", {"threshold": 10**30}, "1-1000"),  # was an endless game, or OverflowError
         ("first_player", {"first_player": "loser"}, "rotate, winner, random, fixed"),
         ("colours", {"colours": 7, "players": 2}, "2-6"),
         ("colours", {"colours": 7}, "4-6"),

@@ -24,6 +24,7 @@ from odin_lab.webapp.views import seat_view
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = re.compile(r"\b[RYGBPO][1-9]\b")
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ def first_legal(data: dict) -> dict:
 def test_malformed_moves_are_refused_with_400_and_change_nothing(app, client, body, says):
     data = start(client)
     before = state(app, data["game_id"])
-    response = client.post(f"/api/games/{data['game_id']}/move", content=body)
+    response = client.post(f"/api/games/{data['game_id']}/move", content=body, headers=JSON)
     assert says in refused(response, 400)
     assert state(app, data["game_id"]) == before
 
@@ -95,7 +96,9 @@ def test_malformed_moves_are_refused_with_400_and_change_nothing(app, client, bo
 def test_an_oversized_body_is_refused_with_413(app, client):
     data = start(client)
     before = state(app, data["game_id"])
-    response = client.post(f"/api/games/{data['game_id']}/move", content=b" " * 20_000)
+    response = client.post(
+        f"/api/games/{data['game_id']}/move", content=b" " * 20_000, headers=JSON
+    )
     refused(response, 413)
     assert state(app, data["game_id"]) == before
 

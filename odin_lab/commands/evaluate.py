@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from agents.registry import spec_help
@@ -255,8 +256,10 @@ def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
 
 
 def _check_common(args: argparse.Namespace) -> None:
-    if getattr(args, "games", 1) < 1:
-        raise ValueError(f"--games must be >= 1; got {args.games}")
+    from odin_lab.evaluation.limits import MAX_GAMES
+
+    if not 1 <= getattr(args, "games", 1) <= MAX_GAMES:
+        raise ValueError(f"--games must be 1-{MAX_GAMES:,} (the lab's limit); got {args.games}")
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1; got {args.workers}")
     if args.ray is not None:
@@ -288,8 +291,10 @@ def validate(args: argparse.Namespace) -> Config | None:
                 )
         if args.command == "thresholds":
             for t in args.thresholds:
-                if t < 1:
-                    raise ValueError(f"--thresholds must be positive integers; got {t}")
+                try:
+                    replace(config, threshold=t)  # Config's own range, before any game
+                except ValueError as e:
+                    raise ValueError(f"--thresholds: {e}") from None
         return config
     if args.command == "leaderboard":
         from odin_lab.evaluation.leaderboard import check

@@ -3,7 +3,7 @@ each trick, each hand's penalties, the running totals and the winners.
 
 A :class:`Narrator` turns one decision at a time into lines of text (:meth:`Narrator.tell`,
 given the state before and after it), so that the same words serve a replay
-(:func:`tell_record`, from :func:`odin_lab.evaluation.records.replay_steps`) and a game being played
+(:func:`tell_record`, from :func:`odin_lab.evaluation.records.iter_steps`) and a game being played
 (``odin_lab.evaluation.play``). Cards are written by colour letter and value (``R3``, as
 :mod:`odin_env.cards` names them), ANSI-coloured when asked (:func:`use_colour` says when).
 
@@ -17,13 +17,13 @@ the viewer's own: whether another seat could have played is hidden.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TextIO
 
 from odin_env.cards import NUM_VALUES, card_name, cards_of
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER
 from odin_env.rules import LEAD, PASS, TAKE, Config, Game
-from odin_lab.evaluation.records import RecordsFile, Step, check_game_index, replay_steps
+from odin_lab.evaluation.records import RecordsFile, Step, check_game_index, iter_steps
 
 COLOUR_CODES = ("31", "33", "32", "34", "35", "38;5;208")
 """ANSI foreground codes of the colours red, yellow, green, blue, purple, orange."""
@@ -209,10 +209,12 @@ def tell_record(
 ) -> Iterator[str]:
     """Game ``index`` of a loaded records file, told from the first deal to the result (from
     ``seat``'s view when given); ``source`` names the file in the heading. ``ValueError`` for
-    a game index out of range or a record that does not replay."""
+    a game index out of range or a record that does not replay (raised when the telling reaches
+    the problem: collect the lines before printing them). The game is replayed a decision at a
+    time, so its length bounds the text only (``limits.MAX_DECISIONS`` decisions at most)."""
     record = check_game_index(records, index)
     config = records.config
-    steps = replay_steps(record, config)
+    steps = iter_steps(record, config)
     labels = seat_labels(records.specs, record.agents)
     where = f" of {source}" if source else ""
     seats = ", ".join(labels)
@@ -229,12 +231,16 @@ def tell_record(
     yield from tell_steps(steps, Narrator(config, labels, seat, style))
 
 
-def tell_steps(steps: Sequence[Step], narrator: Narrator) -> Iterator[str]:
-    """The whole story of a replayed game (``replay_steps``' output)."""
-    yield from narrator.opening(steps[0].game)
-    for step, following in zip(steps, steps[1:]):
+def tell_steps(steps: Iterable[Step], narrator: Narrator) -> Iterator[str]:
+    """The whole story of a replayed game (``iter_steps``' or ``replay_steps``' output), read
+    one step ahead: two steps are held at a time."""
+    steps = iter(steps)
+    step = next(steps)
+    yield from narrator.opening(step.game)
+    for following in steps:
         yield from narrator.tell(step.game, step.action, step.forced, following.game)
-    yield from narrator.ending(steps[-1].game)
+        step = following
+    yield from narrator.ending(step.game)
 
 
 __all__ = [

@@ -22,14 +22,19 @@ are empty is an unfinished game (a play session stopped midway): its replay ends
 still to be made, with the totals and hands of the record.
 
 Loading reads JSON only and never runs anything from the file; every way a file can be wrong
-(missing, unreadable, an older version, malformed) is one ``ValueError`` with one clear line.
+(missing, unreadable, not a regular file, over a limit, an older version, malformed, nested too
+deep) is one ``ValueError`` with one clear line. The limits (:mod:`odin_lab.evaluation.limits`):
+a file of at most ``MAX_RECORDS_BYTES`` (256 MiB), ``MAX_RECORDS_GAMES`` games, each of at most
+``MAX_ACTIONS`` actions; a replay walks at most ``MAX_DECISIONS`` decisions, and
+:func:`iter_steps` holds two states at a time whatever the game's length.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import reprlib
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,13 @@ from agents.files import write_atomic
 from odin_env.cards import names
 from odin_env.combos import COMBO_BITS, NUM_COMBOS
 from odin_env.rules import NUM_ACTIONS, PASS, PHASE_NAMES, TAKE, Config, Game
+from odin_lab.evaluation.limits import (
+    MAX_ACTIONS,
+    MAX_DECISIONS,
+    MAX_RECORDS_BYTES,
+    MAX_RECORDS_GAMES,
+    read_bounded,
+)
 from odin_lab.evaluation.tournament import GameRecord
 
 RECORDS_FORMAT = "odin-lab-games"
@@ -118,11 +130,23 @@ def write_records(
 
 
 def write_person_game(
-    path: Path, config: Config, specs: Sequence[str], record: GameRecord, source: str
+    path: Path,
+    config: Config,
+    specs: Sequence[str],
+    record: GameRecord,
+    source: str,
+    *,
+    seed_chosen: bool = False,
 ) -> None:
     """Write the game of a person against agents (``source``: ``"play"``, ``"web"``) as a
-    records file of one game, marked ``"unfinished": true`` when it has no winners yet."""
-    extra = {"source": source} if record.winners else {"source": source, "unfinished": True}
+    records file of one game, marked ``"unfinished": true`` when it has no winners yet and
+    ``"seed_chosen": true`` when the person chose the deal's seed (they could know every hand:
+    a practice game, not a fair one)."""
+    extra: dict[str, Any] = {"source": source}
+    if not record.winners:
+        extra["unfinished"] = True
+    if seed_chosen:
+        extra["seed_chosen"] = True
     write_records(path, config, specs, [record], extra=extra)
 
 
@@ -149,29 +173,40 @@ def records_document(
 # -- loading -----------------------------------------------------------------------------------
 
 
-def load_records(path: Path | str) -> RecordsFile:
+def load_records(path: Path | str, limit: int = MAX_RECORDS_BYTES) -> RecordsFile:
     """Read a records file (or ``tournament.json``); a folder means its ``tournament.json``.
 
     ``ValueError`` with one line naming the file and the problem when it is missing,
-    unreadable, not JSON, of another format or version, or malformed (a bad config, a spec that
-    is not a string, a game record with missing or wrong fields)."""
+    unreadable, not a regular file (a FIFO or a device is refused at once, never waited on),
+    over ``limit`` bytes (default ``MAX_RECORDS_BYTES``), not JSON or nested too deep, of
+    another format or version, or malformed (a bad config, a spec that is not a string, a game
+    record with missing or wrong fields, over ``MAX_RECORDS_GAMES`` games or ``MAX_ACTIONS``
+    actions in a game)."""
     path = Path(path)
     if path.is_dir():
         path = path / "tournament.json"
     try:
-        text = path.read_text()
+        raw = read_bounded(path, limit)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such records file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: cannot read it ({type(e).__name__})") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read it ({e.strerror or type(e).__name__})") from None
+    return parse_records(raw, str(path))
+
+
+def parse_records(raw: bytes, name: str = "records") -> RecordsFile:
+    """The records in ``raw`` (a records file's bytes); ``ValueError`` as :func:`load_records`
+    gives it, starting with ``name``."""
     try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{path}: not a JSON records file ({e})") from None
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{name}: not a records file (JSON nested too deep)") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{name}: not a JSON records file ({e})") from None
     try:
         return _parse(data)
     except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
+        raise ValueError(f"{name}: {e}") from None
 
 
 def _parse(data: object) -> RecordsFile:
@@ -195,10 +230,14 @@ def _parse(data: object) -> RecordsFile:
     config = _config(data["config"])
     specs = data["agents_specs"]
     if not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
-        raise ValueError(f"agents_specs must be a non-empty list of strings; got {specs!r:.80}")
+        raise ValueError(f"agents_specs must be a non-empty list of strings; got {_shown(specs)}")
     games = data["game_records"]
     if not isinstance(games, list):
         raise ValueError("game_records must be a list of game records")
+    if len(games) > MAX_RECORDS_GAMES:
+        raise ValueError(
+            f"{len(games):,} games, over the limit of {MAX_RECORDS_GAMES:,} games in one file"
+        )
     records = tuple(_record(g, k, config, len(specs)) for k, g in enumerate(games))
     extra = {k: v for k, v in data.items() if k not in _OWN_KEYS}
     return RecordsFile(config, tuple(specs), records, extra)
@@ -210,7 +249,7 @@ _CONFIG_FIELDS = [f.name for f in fields(Config) if f.name != "seed"]
 
 def _config(data: object) -> Config:
     if not isinstance(data, dict):
-        raise ValueError(f"config must be an object of Config fields; got {data!r:.80}")
+        raise ValueError(f"config must be an object of Config fields; got {_shown(data)}")
     unknown = sorted(set(data) - set(_CONFIG_FIELDS))
     if unknown:
         raise ValueError(
@@ -231,14 +270,14 @@ def _ints(value: object, what: str, low: int, high: int | None, length: int | No
     if not ok or (length is not None and len(value) != length):
         count = f"{length} " if length is not None else ""
         allowed = f"{low}-{high}" if high is not None else f">= {low}"
-        raise ValueError(f"{what} must be a list of {count}integers {allowed}; got {value!r:.80}")
+        raise ValueError(f"{what} must be a list of {count}integers {allowed}; got {_shown(value)}")
     return tuple(value)
 
 
 def _record(data: object, k: int, config: Config, agents: int) -> GameRecord:
     where = f"game_records[{k}]"
     if not isinstance(data, dict):
-        raise ValueError(f"{where} must be an object; got {data!r:.80}")
+        raise ValueError(f"{where} must be an object; got {_shown(data)}")
     required = [f.name for f in fields(GameRecord) if f.name != "actions"]
     missing = [name for name in required if name not in data]
     if missing:
@@ -247,7 +286,7 @@ def _record(data: object, k: int, config: Config, agents: int) -> GameRecord:
     for name in ("deal", "rotation", "seed"):
         value = data[name]
         if type(value) is not int or value < 0:
-            raise ValueError(f"{where}.{name} must be an integer >= 0; got {value!r:.80}")
+            raise ValueError(f"{where}.{name} must be an integer >= 0; got {_shown(value)}")
     if type(data["first_leader"]) is not int or not 0 <= data["first_leader"] < n:
         raise ValueError(f"{where}.first_leader must be a seat 0-{n - 1}")
     hands = data["hands"]
@@ -260,8 +299,23 @@ def _record(data: object, k: int, config: Config, agents: int) -> GameRecord:
     winners = _ints(data["winners"], f"{where}.winners", 0, n - 1)
     if len(set(winners)) != len(winners):
         raise ValueError(f"{where}.winners repeats a seat: {list(winners)}")
-    _ints(data.get("actions", []), f"{where}.actions", 0, NUM_ACTIONS - 1)
+    actions = data.get("actions", [])
+    if isinstance(actions, list) and len(actions) > MAX_ACTIONS:
+        raise ValueError(
+            f"{where}.actions: {len(actions):,} actions, over the limit of {MAX_ACTIONS:,} "
+            "in one game"
+        )
+    _ints(actions, f"{where}.actions", 0, NUM_ACTIONS - 1)
     return GameRecord.from_dict(data)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 40, 40, 40
+
+
+def _shown(value: object) -> str:
+    """``value`` in a message: a short repr, whatever its size or nesting."""
+    return _REPR.repr(value)[:80]
 
 
 # -- replaying ---------------------------------------------------------------------------------
@@ -279,10 +333,11 @@ def describe_action(game: Game, action: int) -> str:
     return f"no action ({action})"
 
 
-def _walk(record: GameRecord, config: Config, on_decision: Callable | None) -> Game:
-    """Replay ``record``, calling ``on_decision(game, action, forced)`` before each decision
-    is applied; return the last state. ``ValueError`` naming the action's index in
-    ``record.actions`` when one is illegal or comes after the game's end."""
+def _decisions(record: GameRecord, config: Config) -> Generator[tuple[Game, int, bool], None, Game]:
+    """Replay ``record``: yield ``(game, action, forced)`` before each decision is applied
+    (``game`` is the live state: copy it to keep it), at most :data:`MAX_DECISIONS` of them;
+    return the last state. ``ValueError`` naming the action's index in ``record.actions`` when
+    one is illegal or comes after the game's end, and when the game runs past the limit."""
     game = Game(config, seed=record.seed)
     name = f"game (deal {record.deal}, rotation {record.rotation}, seed {record.seed})"
     if game.hand_leader != record.first_leader:
@@ -290,15 +345,21 @@ def _walk(record: GameRecord, config: Config, on_decision: Callable | None) -> G
             f"{name}: seat {game.hand_leader} leads the first hand, not seat "
             f"{record.first_leader} as the record says (another config or seed?)"
         )
+    walked = 0
 
-    def forced() -> None:
-        while len(game.legal) == 1:
-            if on_decision is not None:
-                on_decision(game, game.legal[0], True)
-            game.apply(game.legal[0])
+    def counted() -> None:
+        nonlocal walked
+        walked += 1
+        if walked > MAX_DECISIONS:
+            raise ValueError(
+                f"{name}: over {MAX_DECISIONS:,} decisions, the limit of one replayed game"
+            )
 
     for k, action in enumerate(record.actions):
-        forced()
+        while len(game.legal) == 1:
+            counted()
+            yield game, game.legal[0], True
+            game.apply(game.legal[0])
         if game.is_over:
             raise ValueError(
                 f"{name}: actions[{k}] = {action} comes after the end of the game "
@@ -310,10 +371,13 @@ def _walk(record: GameRecord, config: Config, on_decision: Callable | None) -> G
                 f"for seat {game.current} in phase {PHASE_NAMES[game.phase]} of hand "
                 f"{game.hand_number}; {len(game.legal)} actions are legal there"
             )
-        if on_decision is not None:
-            on_decision(game, action, False)
+        counted()
+        yield game, action, False
         game.apply(action)
-    forced()
+    while len(game.legal) == 1:
+        counted()
+        yield game, game.legal[0], True
+        game.apply(game.legal[0])
     _check_outcome(record, game, name)
     return game
 
@@ -340,23 +404,35 @@ def _check_outcome(record: GameRecord, game: Game, name: str) -> None:
 def replay(record: GameRecord, config: Config) -> Game:
     """Rebuild ``record``'s game from its seed and actions; return the last state (the game
     over, or for an unfinished record the decision pending). ``ValueError`` naming the
-    action's index and value when an action is illegal, and when the record's hands, totals or
-    winners disagree with the replay."""
-    return _walk(record, config, None)
+    action's index and value when an action is illegal, when the record's hands, totals or
+    winners disagree with the replay, and past :data:`MAX_DECISIONS` decisions."""
+    walk = _decisions(record, config)
+    while True:
+        try:
+            next(walk)
+        except StopIteration as end:
+            return end.value
+
+
+def iter_steps(record: GameRecord, config: Config) -> Iterator[Step]:
+    """Every decision of ``record``'s game, forced ones included, each with a copy of the state
+    before it, then one last :class:`Step` (action -1) holding the final state; made one at a
+    time, so a reader that keeps only the last two holds two states whatever the game's length.
+    Checked as :func:`replay` checks (the error comes when the walk reaches the problem)."""
+    walk = _decisions(record, config)
+    while True:
+        try:
+            game, action, forced = next(walk)
+        except StopIteration as end:
+            final = end.value
+            break
+        yield Step(copy_game(game), game.current, int(action), forced)
+    yield Step(copy_game(final), -1 if final.is_over else final.current, -1, False)
 
 
 def replay_steps(record: GameRecord, config: Config) -> list[Step]:
-    """Every decision of ``record``'s game, forced ones included, each with a copy of the state
-    before it, then one last :class:`Step` (action -1) holding the final state. Checked as
-    :func:`replay` checks."""
-    steps: list[Step] = []
-
-    def keep(game: Game, action: int, forced: bool) -> None:
-        steps.append(Step(copy_game(game), game.current, int(action), forced))
-
-    final = _walk(record, config, keep)
-    steps.append(Step(copy_game(final), -1 if final.is_over else final.current, -1, False))
-    return steps
+    """:func:`iter_steps` as a list (the game checked whole before it is returned)."""
+    return list(iter_steps(record, config))
 
 
 def copy_game(game: Game) -> Game:
@@ -379,6 +455,7 @@ def check_game_index(records: RecordsFile, index: int) -> GameRecord:
 
 __all__ = [
     "RECORDS_FORMAT", "RECORDS_VERSION", "RecordsFile", "Step", "check_game_index",
-    "config_dict", "copy_game", "describe_action", "load_records", "records_document",
-    "records_text", "replay", "replay_steps", "write_person_game", "write_records",
+    "config_dict", "copy_game", "describe_action", "iter_steps", "load_records",
+    "parse_records", "records_document", "records_text", "replay", "replay_steps",
+    "write_person_game", "write_records",
 ]  # fmt: skip

@@ -22,9 +22,21 @@ is built for the person's seat only (:func:`odin_lab.webapp.views.seat_view`), s
 carries another seat's hidden cards.
 
 Every refusal is a 4xx response ``{"error": "one line"}`` and changes nothing: 400 for a body
-that is not JSON or has a wrong field or type, 404 for an unknown game id, file or path, 409
-for a move out of turn or after the end, 413 for a body over :data:`MAX_BODY` bytes, 422 for an
-illegal move or a record that does not replay.
+that is not JSON or has a wrong field or type, or a ``Host`` not allowed; 403 for a request from
+another site (below); 404 for an unknown game id, file or path; 409 for a move out of turn or
+after the end; 413 for a body over :data:`MAX_BODY` bytes; 415 for a state-changing request
+whose body is not declared ``application/json``; 422 for an illegal move, a record that does
+not replay or a replay over the limits of :mod:`odin_lab.webapp.replays`. (503: other replays
+are being built, try again.)
+
+Requests from other sites. Only the app's own page may change anything: a request other than
+``GET``/``HEAD``, or any request under ``/api/``, is refused (403) when it carries an ``Origin``
+other than the app's own (``http://`` and the request's ``Host``; ``null`` included) or a
+``Sec-Fetch-Site`` other than ``same-origin`` or ``none``; a state-changing one must also send
+``Content-Type: application/json``, which no page of another origin can send without the
+browser first asking the server (a CORS preflight, which this app never grants). Browsers send
+``Origin`` with every ``POST``; a client that sends neither header (curl, a script) is not a
+page of another site and is served.
 """
 
 from __future__ import annotations
@@ -40,12 +52,11 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from agents.registry import agent_names
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_lab.webapp.errors import RequestError
-from odin_lab.webapp.replays import Catalogue
+from odin_lab.webapp.replays import Catalogue, replay_query
 from odin_lab.webapp.sessions import (
     HUMAN,
     MAX_THRESHOLD,
@@ -57,6 +68,8 @@ from odin_lab.webapp.sessions import (
 
 MAX_BODY = 16_384
 """The largest request body accepted, in bytes (a move is about 30)."""
+MAX_DEPTH = 8
+"""The deepest nesting of lists and objects accepted in a request body (a new game has 2)."""
 STATIC = Path(str(resources.files("odin_lab.webapp") / "static"))
 _HEADERS = {
     # The page loads only its own files; nothing is framed or sniffed.
@@ -92,17 +105,21 @@ def create_app(
     app = FastAPI(
         title="odin-lab", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
     )
-    if allowed_hosts is not None:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     roots = {"saved": Path(out_dir)}
     if records_dir is not None:
         roots["records"] = Path(records_dir)
     catalogue = Catalogue(roots)
     app.state.store, app.state.catalogue = store, catalogue
 
+    hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+
     @app.middleware("http")
-    async def headers(request: Request, call_next):
-        response = await call_next(request)
+    async def guard(request: Request, call_next):
+        refusal = _refusal(request, hosts)
+        if refusal is not None:
+            response: Response = JSONResponse({"error": refusal.message}, refusal.status)
+        else:
+            response = await call_next(request)
         for name, value in _HEADERS.items():
             response.headers.setdefault(name, value)
         return response
@@ -178,29 +195,93 @@ def create_app(
         return {"files": catalogue.files()}
 
     @app.get("/api/replay")
-    def replay(file: str = "", game: str = "0", seat: str = "all") -> dict:
-        if not game.isdigit():
-            raise RequestError(400, f"game must be a game number >= 0; got {game[:40]!r}")
-        viewer: int | str = int(seat) if seat.isdigit() else seat
-        return catalogue.frames(file, int(game), viewer)
+    def replay(file: str = "", game: str = "0", seat: str = "all") -> Response:
+        index, viewer = replay_query(game, seat)
+        return Response(catalogue.replay(file, index, viewer), media_type="application/json")
 
     return app
+
+
+SAFE_METHODS = ("GET", "HEAD")
+"""Methods that change nothing; every other one is state-changing."""
+JSON_TYPE = "application/json"
+
+
+def _refusal(request: Request, hosts: set[str] | None) -> RequestError | None:
+    """Why the app refuses ``request`` before any route sees it (see the module docstring), or
+    ``None``: a ``Host`` not among ``hosts`` (400; ``None``: any), another site's request
+    (403), a state-changing request without a JSON body type (415)."""
+    host = request.headers.get("host", "")
+    if hosts is not None and _host_name(host) not in hosts:
+        return RequestError(
+            400, f"host {host[:60]!r} is not served here: open the app at its own address"
+        )
+    changing = request.method not in SAFE_METHODS
+    if not changing and not request.url.path.startswith("/api/"):
+        return None  # the page itself may be opened from a link anywhere
+    origin = request.headers.get("origin")
+    if origin is not None and origin.lower() != f"{request.url.scheme}://{host}".lower():
+        return RequestError(
+            403, f"a request from another origin ({origin[:60]}) is refused: use the app's page"
+        )
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return RequestError(
+            403, f"a request from another site ({site[:20]}) is refused: use the app's page"
+        )
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if changing and kind != JSON_TYPE:
+        return RequestError(
+            415, f"the request body must be sent as {JSON_TYPE}; got {kind[:60] or 'no type'!r}"
+        )
+    return None
+
+
+def _host_name(host: str) -> str:
+    """The name in a ``Host`` header, without the port: ``[::1]:8000`` -> ``[::1]``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 async def _body(request: Request) -> object:
     """The request's JSON body; ``RequestError`` 413 when too large, 400 when not JSON."""
     declared = request.headers.get("content-length", "0")
-    if declared.isdigit() and int(declared) > MAX_BODY:
+    if not (declared.isascii() and declared.isdigit() and len(declared) <= 12):
+        raise RequestError(400, f"Content-Length must be a byte count; got {declared[:20]!r}")
+    if int(declared) > MAX_BODY:
         raise RequestError(413, f"the request body is over {MAX_BODY} bytes")
     raw = b""
     async for chunk in request.stream():
         raw += chunk
         if len(raw) > MAX_BODY:
             raise RequestError(413, f"the request body is over {MAX_BODY} bytes")
+    deep = RequestError(400, f"malformed JSON body: nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
+    except RecursionError:
+        raise deep from None
     except (ValueError, UnicodeDecodeError) as error:
-        raise RequestError(400, f"malformed JSON body: {error}") from None
+        raise RequestError(400, f"malformed JSON body: {str(error)[:120]}") from None
+    if not _shallow(body, MAX_DEPTH):
+        raise deep
+    return body
 
 
-__all__ = ["MAX_BODY", "create_app"]
+def _shallow(value: object, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests at most ``limit`` lists or objects deep; walked
+    without recursion, so any depth is safe to check."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth > limit:
+                return False
+            stack.extend(
+                (v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)
+            )
+    return True
+
+
+__all__ = ["JSON_TYPE", "MAX_BODY", "MAX_DEPTH", "SAFE_METHODS", "create_app"]

@@ -32,7 +32,7 @@ from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, PHASE_NAMES, Config, Game, 
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation.records import write_person_game
 from odin_lab.evaluation.tournament import GameRecord
-from odin_lab.webapp.errors import RequestError, check_fields, check_int
+from odin_lab.webapp.errors import RequestError, check_fields, check_int, shown
 from odin_lab.webapp.views import YOU, Moment, action_json, describe, legal_json, seat_view
 
 HUMAN = 0
@@ -64,6 +64,8 @@ class PlaySession:
     """Decisions applied so far, forced ones included; a move must name it (see :meth:`move`)."""
     moves: int = 0
     """The person's moves so far."""
+    seed_chosen: bool = False
+    """The person chose the seed, so the deal was known in advance: the record says so."""
     saved: Path | None = None
     save_error: str | None = None
     """Why the finished game could not be saved (the game itself is unaffected)."""
@@ -180,7 +182,8 @@ def parse_new_game(
 
     Fields: ``players`` (2-6), ``opponents`` (one agent name per other seat, from ``names``,
     default ``agents.registry.agent_names()``: no model paths), ``threshold`` (1-100, default
-    15), ``seed`` (optional integer >= 0)."""
+    15), ``seed`` (optional integer >= 0: the same seed deals the same cards, so a game with a
+    chosen seed is practice; its record says ``"seed_chosen": true``)."""
     body = check_fields(
         body, {"players": True, "opponents": True, "threshold": False, "seed": False}
     )
@@ -197,7 +200,9 @@ def parse_new_game(
         )
     for spec in opponents:
         if spec not in names:
-            raise RequestError(400, f"unknown opponent {spec!r}: allowed are {', '.join(names)}")
+            raise RequestError(
+                400, f"unknown opponent {shown(spec)}: allowed are {', '.join(names)}"
+            )
     return Config(players=players, threshold=threshold), opponents, seed
 
 
@@ -208,7 +213,9 @@ def parse_move(body: object) -> tuple[int, int]:
     try:
         action = check_action(body["action"])
     except ValueError as error:  # ActionTypeError is one too
-        raise RequestError(400, str(error)) from None
+        # The message names the value: a short form of it keeps the refusal one short line.
+        given = body["action"]
+        raise RequestError(400, str(error).replace(repr(given), shown(given), 1)) from None
     return action, check_int("turn", body["turn"], 0, 10**9)
 
 
@@ -229,8 +236,10 @@ class SessionStore:
     def create(self, config: Config, opponents: list[str], seed: int | None) -> PlaySession:
         """Start a game (a fresh random seed when ``seed`` is ``None``) and play up to the
         person's first real decision (those events are in its ``opening``)."""
+        chosen = seed is not None
         seed = secrets.randbits(63) if seed is None else seed
         session = PlaySession.start(secrets.token_urlsafe(18), config, opponents, seed)
+        session.seed_chosen = chosen
         with session.lock:
             session.opening = session.advance()
             self.save_if_over(session)
@@ -280,7 +289,10 @@ class SessionStore:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.out_dir / f"game-{stamp}-{secrets.token_hex(3)}.json"
         try:
-            write_person_game(path, session.config, session.specs, session.record(), "web")
+            write_person_game(
+                path, session.config, session.specs, session.record(), "web",
+                seed_chosen=session.seed_chosen,
+            )  # fmt: skip
         except OSError as error:  # a full disk must not lose the end of the game on screen
             session.save_error = f"could not save the game in {self.out_dir}: {error.strerror}"
             return

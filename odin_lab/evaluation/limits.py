@@ -1,0 +1,97 @@
+"""The lab's reading and playing limits, declared once: every reader and command checks its
+input against one of these before work starts, and its refusal names the limit.
+
+=========================  ================  ===================================================
+name                       value             what it bounds
+=========================  ================  ===================================================
+``MAX_GAMES``              1,000,000         games of one tournament or study (``--games``)
+``MAX_RECORDS_BYTES``      256 MiB           a records file read by the lab (replay, resume)
+``MAX_RECORDS_GAMES``      1,000,000         games in one records file (``MAX_GAMES``)
+``MAX_ACTIONS``            100,000           actions of one game record (a game to the
+                                             highest threshold, 1,000, takes about 25,000)
+``MAX_DECISIONS``          300,000           decisions of one replayed game, forced ones
+                                             included
+=========================  ================  ===================================================
+
+The game's own limits (players, the threshold: 1-1,000) are ``odin_env.spec.Config``'s; the web
+app's (request bodies, replays it sends) are in :mod:`odin_lab.webapp.app` and
+:mod:`odin_lab.webapp.replays`.
+
+:func:`read_bounded` is the one way the lab reads a file given from outside: only a regular
+file (a FIFO, a device, a folder is refused without blocking), at most ``limit`` bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+MAX_GAMES = 1_000_000
+"""The most games one tournament or study plays (ten times the largest in the README)."""
+MAX_RECORDS_BYTES = 256 * 2**20
+"""The largest records file the lab reads, in bytes (a game to threshold 15 takes about 2 KB)."""
+MAX_RECORDS_GAMES = MAX_GAMES
+"""The most games one records file may hold."""
+MAX_ACTIONS = 100_000
+"""The most actions one game record may hold."""
+MAX_DECISIONS = 300_000
+"""The most decisions (forced ones included) a replay walks before it refuses the game."""
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes in words: ``256 MiB``, ``16 KiB``, ``300 bytes``."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n:,} bytes"
+
+
+def read_bounded(path: Path | str, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    ``OSError`` when it cannot be opened; ``ValueError`` with one line when it is not a regular
+    file (a FIFO, a device, a socket, a folder: refused at once, never read nor waited on) or is
+    larger than ``limit`` bytes (also when it grows past ``limit`` while being read). A symbolic
+    link is followed: whoever lists files must keep links out of their folders."""
+    # O_NONBLOCK: opening a FIFO without a writer must not wait for one.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path}: not a regular file ({_kind(info.st_mode)})")
+        if info.st_size > limit:
+            raise ValueError(
+                f"{path}: {info.st_size:,} bytes, over the limit of {size_text(limit)}"
+            )
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise ValueError(f"{path}: over the limit of {size_text(limit)}")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+__all__ = [
+    "MAX_ACTIONS", "MAX_DECISIONS", "MAX_GAMES", "MAX_RECORDS_BYTES", "MAX_RECORDS_GAMES",
+    "read_bounded", "size_text",
+]  # fmt: skip
