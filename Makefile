@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 RLLIB_STAMP := .venv-rllib/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: test run bench lint clean web screenshot net_4p constraints
+.PHONY: test run bench lint clean web screenshot net_4p constraints docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -70,7 +70,18 @@ screenshot: $(STAMP) $(CHROMIUM)
 run: $(RUN_STAMP)
 	$(PY) evaluate.py showcase --out results/showcase
 
-# The bundled network-only model, agents/models/net_4p.* (README, "A network alone"): imitation
+# The docs site (mkdocs.yml, docs/; docs/hooks.py generates the benchmark tables from
+# benchmarks/results/*.json and the models page from agents/models/*.json) into site/, strict:
+# a broken link or a page left out of the nav fails. `$(VENV)/bin/mkdocs serve` to edit live.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): pyproject.toml constraints.txt | $(PY)
+	$(INSTALL) -e ".[docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The bundled network-only model, agents/models/net_4p.* (docs/models.md, net_4p): imitation
 # of planner, then PPO against three planner; the model is the run's runs/net_ppo/soup.safetensors,
 # the average of its last ten checkpoints. About 3 hours on one core.
 net_4p: $(STAMP)

@@ -24,6 +24,8 @@ import argparse
 import itertools
 import json
 import os
+import shlex
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -202,7 +204,11 @@ def main(argv: list[str] | None = None) -> None:
     else:
         result = throughput(args.batches, args.players, args.seconds, args.seed, args.parallel)
     if args.json:
-        _write_json(args.json, result)
+        argv = map(shlex.quote, sys.argv[1:])
+        _write_json(
+            args.json,
+            {"command": " ".join(["python", "benchmarks/batched_throughput.py", *argv]), **result},
+        )
 
 
 if __name__ == "__main__":

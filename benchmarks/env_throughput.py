@@ -11,7 +11,7 @@ For 4 players and random legal play it prints:
 
 Both environments draw a uniform legal action with ``mask.view(bool).nonzero()[0]``. Usage::
 
-    python benchmarks/env_throughput.py --seconds 30 [--clock cpu]
+    python benchmarks/env_throughput.py --seconds 30 [--clock cpu] [--json PATH]
 
 The machine's other load moves every figure; the alternating rounds and the median ratio are
 there so that the comparison with leduc survives that noise better than the absolute numbers.
@@ -20,9 +20,13 @@ there so that the comparison with leduc survives that noise better than the abso
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -90,6 +94,7 @@ def main() -> None:
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time, or process CPU time"
     )
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     if args.seconds <= 0 or args.rounds < 1:
         parser.error("--seconds must be > 0 and --rounds >= 1")
@@ -118,6 +123,27 @@ def main() -> None:
     print(line("odin_env.env() AEC", odin, "agent-steps"))
     print(line("leduc_holdem_v4.env() AEC", leduc, "agent-steps"))
     print(f"{'median ratio odin AEC / leduc':<32} {statistics.median(ratios):>10.2f}x")
+    if args.json:
+        measured = [
+            ("rules engine, mask each decision", "decisions/s", engine),
+            ("odin_env.env() AEC", "agent-steps/s", odin),
+            ("leduc_holdem_v4.env() AEC", "agent-steps/s", leduc),
+        ]
+        rates = [
+            {"what": what, "unit": unit, "median": statistics.median(v), "min": min(v),
+             "max": max(v)}
+            for what, unit, v in measured
+        ]  # fmt: skip
+        settings = {"players": 4, "rounds": args.rounds, "seconds": slot, "clock": args.clock}
+        ratio = statistics.median(ratios)
+        _write_json(args.json, {"settings": settings, "rates": rates, "median_ratio": ratio})
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """``data`` and the command that made it, as JSON (docs/benchmarks.md shows it)."""
+    command = " ".join(["python", "benchmarks/env_throughput.py", *map(shlex.quote, sys.argv[1:])])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"command": command, **data}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

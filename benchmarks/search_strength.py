@@ -3,7 +3,8 @@
 
 Prints, per budget, the win share with its 95% Wilson interval, the mean penalty per hand and
 the median and 90th-percentile time of a search decision (forced decisions excluded), and
-writes them to ``--out`` as CSV with a plot of win share against median decision time.
+writes them to ``--out`` as CSV and JSON with a plot of win share against median decision time
+(``--json PATH``: the JSON also there).
 
     python benchmarks/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
 
@@ -14,6 +15,9 @@ games do not depend on the worker count (each game seeds the agents from the dea
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -87,6 +91,7 @@ def main() -> None:
     p.add_argument("--start", type=int, default=0, help="first deal (to extend an earlier run)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("results/search_strength"))
+    p.add_argument("--json", type=Path, help="also write the figures to this file")
     args = p.parse_args()
     for spec in [f"search:{b}" for b in args.budgets] + [args.opponent]:
         try:
@@ -119,6 +124,18 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
     from matplotlib.figure import Figure
 
     args.out.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "opponent": args.opponent,
+        "players": args.players,
+        "threshold": args.threshold,
+        "deals": f"{args.start}-{args.start + args.deals - 1}",
+        "seed": args.seed,
+    }
+    command = " ".join(["python", "benchmarks/search_strength.py", *map(shlex.quote, sys.argv[1:])])
+    report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)
+    for path in [args.out / "search_strength.json"] + ([args.json] if args.json else []):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report + "\n")
     with open(args.out / "search_strength.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
