@@ -205,3 +205,108 @@ def test_a_whole_game_by_clicking_then_its_replay_forwards_and_backwards(server,
         assert page.inner_text("#rp-counter") == f"{last - 1} / {last}"
         browser.close()
     assert errors == []
+
+
+ATTACK = """
+<!doctype html><meta charset="utf-8"><title>another site</title>
+<iframe name="sink" hidden></iframe>
+<form id="form" method="post" enctype="text/plain" target="sink"><input name="x"></form>
+<script>
+window.attack = async (app, gameId, move) => {
+  const game = JSON.stringify({players: 2, opponents: ["random"], threshold: 5});
+  const sent = (r) => "answered " + r.status;
+  const failed = () => "blocked";
+  const tries = [];
+  // Issue 24's attack: 70 no-cors POSTs (more than the 64 games the server keeps) ...
+  for (let i = 0; i < 70; i++) {
+    tries.push(fetch(app + "api/games", {method: "POST", mode: "no-cors", body: game,
+      headers: {"Content-Type": "text/plain"}}).then(sent, failed));
+  }
+  // ... a JSON one, which the browser must first ask the server about (CORS) ...
+  tries.push(fetch(app + "api/games", {method: "POST", body: game,
+    headers: {"Content-Type": "application/json"}}).then(sent, failed));
+  // ... and the person's own move, as if the page had learned the game's id.
+  tries.push(fetch(app + "api/games/" + gameId + "/move", {method: "POST", mode: "no-cors",
+    body: JSON.stringify(move), headers: {"Content-Type": "text/plain"}}).then(sent, failed));
+  const form = document.getElementById("form");
+  form.action = app + "api/games/" + gameId + "/move";
+  form.elements.x.value = JSON.stringify(move);
+  form.submit();
+  return await Promise.all(tries);
+};
+</script>
+"""
+
+
+@pytest.fixture
+def other_site():
+    """The URL of a page served on another local port (another origin) that attacks the app."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the handler's name in http.server
+            body = ATTACK.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # quiet
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    serving = threading.Thread(target=httpd.serve_forever, daemon=True)
+    serving.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_page_of_another_origin_cannot_create_games_or_move_in_the_persons_game(
+    server, other_site
+):
+    url, out = server
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = browser.new_page(bypass_csp=True)
+        page.set_default_timeout(WAIT_MS)
+        page.goto(url)
+        page.select_option("#players", "2")
+        page.select_option("#opponent-1", "random")
+        page.fill("#threshold", "5")
+        page.click("#start")
+        page.select_option("#speed", "0")
+        page.wait_for_function(SETTLED)
+        game_id = page.evaluate("() => window.odin.game")
+        view = page.evaluate("() => window.odin.view")
+        move = {"action": view["legal"][0]["action"], "turn": view["turn"]}
+
+        evil = browser.new_page()
+        evil.set_default_timeout(WAIT_MS)
+        evil.goto(other_site)
+        outcomes = evil.evaluate("([app, id, move]) => window.attack(app, id, move)",
+                                 [url, game_id, move])  # fmt: skip
+        assert len(outcomes) == 72
+        # The JSON request needs the server's leave (CORS), which it never gives.
+        assert outcomes[70] == "blocked"
+        evil.wait_for_timeout(500)  # the form's navigation
+        evil.close()
+
+        # The person's game is still there, unmoved, and plays on from its own page.
+        now = page.evaluate(f"async () => (await fetch('/api/games/{game_id}')).status")
+        assert now == 200
+        kept = page.evaluate(f"async () => (await (await fetch('/api/games/{game_id}')).json())")
+        assert kept["view"]["turn"] == move["turn"]
+        choice = max(view["legal"], key=lambda a: (a["kind"] != "pass", len(a["cards"])))
+        if choice["kind"] == "pass":
+            page.click("#pass")
+        else:
+            click_move(page, choice)
+            page.click("#submit")
+        page.wait_for_function(f"() => window.odin.view.turn > {move['turn']}")
+        browser.close()
+    assert not list(out.glob("*.json"))  # no game of the other site was saved either
