@@ -9,6 +9,9 @@ A page asks for a generated part with a marker on a line of its own:
 - ``<!-- api: PACKAGE -->``: one mkdocstrings block (``::: module``) per public module of the
   package, found in its folder at build time (no import).
 
+The docstrings are written for reading in the source, with Sphinx roles (``:func:`name```);
+:class:`SphinxRoles`, a Griffe extension that ``mkdocs.yml`` names too, shows those names as code.
+
 ``mkdocs.yml`` names this file under ``hooks``; ``tests/test_docs.py`` builds the site.
 """
 
@@ -18,6 +21,8 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+import griffe
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -193,3 +198,15 @@ def api_markdown(package: str) -> str:
             continue  # __init__ (the package itself), __main__, private modules
         names.append(".".join(parts))
     return "\n\n".join(f"::: {name}" for name in names)
+
+
+class SphinxRoles(griffe.Extension):
+    """``:func:`name``` (and the other Sphinx roles, ``~`` included) in a docstring as ``name`` in
+    code, so that the API reference shows names, not role markup."""
+
+    ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):`~?([^`]+)`")
+
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        """Rewrite the roles of each object's docstring as it is loaded."""
+        if obj.docstring is not None:
+            obj.docstring.value = self.ROLE.sub(r"`\1`", obj.docstring.value)

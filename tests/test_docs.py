@@ -124,6 +124,10 @@ def test_api_reference_is_generated_from_the_docstrings(site: Path) -> None:
     for documented in (rules.Config, batched.BatchedGames, batched):
         first_line = documented.__doc__.strip().splitlines()[0].replace("``", "")
         assert first_line in page, documented
+    for package in ("odin_env", "agents", "odin_lab"):
+        page = text_of(site / "reference" / package / "index.html")
+        assert f"{package}." in page
+        assert not re.search(r":(func|class|meth|mod):", page), f"{package}: Sphinx role markup"
 
 
 def test_strict_build_fails_on_a_broken_link_and_an_orphan_page(tmp_path: Path) -> None:
@@ -200,7 +204,11 @@ def parse(argv: list[str]) -> None:
         except SystemExit as stop:
             pytest.fail(f"{shlex.join(argv)}: its parser refused it (exit {stop.code})")
     elif argv[0] == "make":
-        dry = subprocess.run(["make", "-n", *argv[1:]], cwd=ROOT, capture_output=True, text=True)
+        # As from a shell, also under `make test` (no parent make's flags).
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+        dry = subprocess.run(
+            ["make", "-n", *argv[1:]], cwd=ROOT, capture_output=True, text=True, env=env
+        )
         assert dry.returncode == 0, f"{shlex.join(argv)}: {dry.stderr}"
     elif argv[0] == "source":
         # .venv/: the environment make creates, the one running the tests under make test
