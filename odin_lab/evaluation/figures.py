@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 
 from agents.files import write_atomic
 from odin_lab.evaluation import stats
+from odin_lab.evaluation.names import labels, short_names
 
 WIDTH = 6.5
 """Printed width of every figure, in inches (a page's text width)."""
@@ -181,8 +182,8 @@ def seating_figure(summary: dict) -> Figure:
             "seat, counted clockwise from the game's first leader (0 = first leader)", fontsize=9
         )
         fig.suptitle(
-            f"Seat effect: {summary['agent']} in every seat, {summary['games_per_cell']} games per "
-            "series; 95% Wilson intervals",
+            f"Seat effect: {short_names([summary['agent']])[0]} in every seat, "
+            f"{summary['games_per_cell']} games per series; 95% Wilson intervals",
             fontsize=10,
         )
     return fig
@@ -204,7 +205,7 @@ def thresholds_figure(summary: dict) -> Figure:
     rows = summary["rows"]
     n = summary["config"]["players"]
     xs = [r["threshold"] for r in rows]
-    first = summary["agents_specs"][0]
+    first, *others = labels(summary["agents_specs"])
     panels = (
         (interval(rows), f"{first} win rate, %", 100 / n),
         (
@@ -234,7 +235,7 @@ def thresholds_figure(summary: dict) -> Figure:
             top = ax.get_ylim()[1]
             ax.set_ylim(-0.04 * top, top)  # from 0, with room for a point at 0
         fig.supxlabel("threshold (penalty points that end the game)", fontsize=9)
-        opponents = ", ".join(summary["agents_specs"][1:])
+        opponents = ", ".join(others)
         fig.suptitle(
             f"{first} against {opponents}: {rows[0]['games']} games per threshold, 95% intervals",
             fontsize=10,

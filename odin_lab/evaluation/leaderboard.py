@@ -46,6 +46,7 @@ from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
+from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 
@@ -224,9 +225,10 @@ def summarise(
                     h2h_games[a, b] += 1
     games = by_seat.sum(axis=1)
     rows = []
-    for a, spec in enumerate(specs):
+    for a, (spec, name) in enumerate(zip(specs, labels(specs))):
         row = {
-            "agent": spec,
+            "agent": name,
+            "spec": spec,
             "tables": sum(a in tables[t] for t in finished),
             "games": int(games[a]),
             "games_by_seat": by_seat[a].tolist(),

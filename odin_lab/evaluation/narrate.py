@@ -23,6 +23,7 @@ from typing import TextIO
 from odin_env.cards import NUM_VALUES, card_name, cards_of
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER
 from odin_env.rules import LEAD, PASS, TAKE, Config, Game
+from odin_lab.evaluation.names import short_names
 from odin_lab.evaluation.records import RecordsFile, Step, check_game_index, iter_steps
 
 COLOUR_CODES = ("31", "33", "32", "34", "35", "38;5;208")
@@ -73,9 +74,11 @@ class Style:
 
 
 def seat_labels(specs: Sequence[str], agents: Sequence[int], you: int | None = None) -> list[str]:
-    """``seat 2 (greedy)`` for each seat (``agents[s]`` indexes ``specs``); the seat ``you``,
-    when given, is ``seat 2 (you)``."""
-    return [f"seat {s} ({'you' if s == you else specs[a]})" for s, a in enumerate(agents)]
+    """``seat 2 (greedy)`` for each seat (``agents[s]`` indexes ``specs``; a file's agent by its
+    short name, :func:`odin_lab.evaluation.names.short_names`); the seat ``you``, when given, is
+    ``seat 2 (you)``."""
+    names = short_names(specs)
+    return [f"seat {s} ({'you' if s == you else names[a]})" for s, a in enumerate(agents)]
 
 
 class Narrator:

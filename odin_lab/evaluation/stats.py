@@ -15,6 +15,7 @@ import numpy as np
 from openskill.models import PlackettLuce
 from scipy import stats
 
+from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.tournament import GameRecord
 
 Z95 = 1.959963984540054
@@ -51,16 +52,6 @@ def ranked(agents: Sequence[dict]) -> list[dict]:
     """:func:`agent_summary`'s rows best first, by win rate (equal rates keep their order): the
     order of the tournament table and of its figure."""
     return sorted(agents, key=lambda a: -a["win_rate"])
-
-
-def labels(specs: Sequence[str]) -> list[str]:
-    """Display names of a tournament's agents: the spec, with ``#2``, ``#3`` on repeats."""
-    seen: dict[str, int] = {}
-    out = []
-    for spec in specs:
-        seen[spec] = seen.get(spec, 0) + 1
-        out.append(spec if seen[spec] == 1 else f"{spec}#{seen[spec]}")
-    return out
 
 
 def seat_shares(record: GameRecord) -> list[float]:
@@ -167,7 +158,6 @@ __all__ = [
     "Z95",
     "agent_summary",
     "draw_rate",
-    "labels",
     "mean_hands",
     "mean_interval",
     "no_seat_effect",

@@ -21,6 +21,7 @@ from pathlib import Path
 from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation import figures, stats
+from odin_lab.evaluation.names import labels, short_names
 from odin_lab.evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, config_dict, records_text
 from odin_lab.evaluation.tournament import GameRecord, TournamentInterrupted, play_tournament
 
@@ -42,7 +43,7 @@ def write_csv(path: Path, rows: Sequence[dict]) -> None:
 
 def game_rows(records: Sequence[GameRecord], specs: Sequence[str]) -> list[dict]:
     """One CSV row per game: seed, who sat where, per-hand penalties, totals, winners."""
-    names = stats.labels(specs)
+    names = labels(specs)
     return [
         {
             "deal": r.deal,
@@ -201,16 +202,17 @@ def _write_records_json(path: Path, summary: dict, records: Sequence[GameRecord]
 def tournament_table(summary: dict) -> str:
     """The readable terminal table of a tournament summary."""
     c = summary["config"]
+    width = max(14, *(len(a["agent"]) + 2 for a in summary["agents"]))
     lines = [
         f"tournament: {summary['games']} games ({summary['deals']} deals x {c['players']} seat "
         f"rotations), {c['players']} players, threshold {c['threshold']}, "
         f"first player {c['first_player']}, seed {summary['seed']}",
-        f"{'agent':<14}{'win rate':>9}  {'95% CI':<15}{'total':>7}{'per hand':>9}"
+        f"{'agent':<{width}}{'win rate':>9}  {'95% CI':<15}{'total':>7}{'per hand':>9}"
         f"{'rating':>8}{'(mu)':>7}",
     ]
     for a in stats.ranked(summary["agents"]):
         lines.append(
-            f"{a['agent']:<14}{_pct(a['win_rate']):>9}  "
+            f"{a['agent']:<{width}}{_pct(a['win_rate']):>9}  "
             f"[{_pct(a['ci_low'])},{_pct(a['ci_high'])}] "
             f"{a['mean_total']:6.2f}{a['mean_penalty_per_hand']:9.2f}"
             f"{a['ordinal']:8.2f}{a['mu']:7.2f}"
@@ -283,8 +285,9 @@ def seating(
 
 def seating_table(summary: dict) -> str:
     """Readable table of a seating study: one row per player count and rule."""
+    agent = short_names([summary["agent"]])[0]
     lines = [
-        f"seat effect: {summary['agent']} in every seat, {summary['games_per_cell']} games per "
+        f"seat effect: {agent} in every seat, {summary['games_per_cell']} games per "
         f"row; position 0 = the game's first leader, then clockwise",
         f"{'players':>7} {'rule':<7} {'chi2':>7} {'p':>9}  win rate % by position "
         f"[95% Wilson interval]",
@@ -357,9 +360,9 @@ def thresholds(
 
 
 def thresholds_table(summary: dict) -> str:
-    specs = summary["agents_specs"]
+    names = labels(summary["agents_specs"])
     lines = [
-        f"thresholds: {specs[0]} against {', '.join(specs[1:])}",
+        f"thresholds: {names[0]} against {', '.join(names[1:])}",
         f"{'threshold':>9} {'games':>6} {'win rate %':>10} {'[95% CI]':<13}"
         f"{'hands':>7} {'[95% CI]':<14}{'draws %':>7} {'[95% CI]':<12}",
     ]
