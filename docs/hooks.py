@@ -62,7 +62,7 @@ def benchmark_markdown(name: str) -> str:
     parts = []
     command = data.get("command")
     if command:
-        parts.append(f"Made by:\n\n```bash\n{command}\n```")
+        parts.append(f"The figures below were made by:\n\n```bash\n{command}\n```")
     scalars = {}
     tables = []
     for key, value in data.items():
