@@ -33,7 +33,13 @@ receives ``1/w``, the others 0. Every agent receives its own reward, whoever end
 PettingZoo's ``last()`` returns it when the agent is next selected.
 
 Episodes end by termination of every agent (``episode="hand"``: after one hand; ``"game"``: when
-a total reaches the threshold, R14). There is no truncation: every hand ends (R12).
+a total reaches the threshold, R14). There is no truncation: every hand ends (R12). Once every
+agent has been stepped out, ``last()`` still answers: the final observation, reward 0,
+terminated.
+
+``reset(seed, options)`` takes no options: a key is refused with a ``ValueError`` naming the
+allowed ones, as the Gymnasium env refuses keys it does not read (but for ``"options"``, the
+key PettingZoo's conformance test sends, ignored). ``auto_forced`` must be a bool.
 
 An action must be an integer (a Python ``int`` or a numpy integer, not ``bool``) in
 ``0 .. 3633``, in every mode: anything else raises ``TypeError`` (not an integer) or
@@ -60,9 +66,12 @@ from pettingzoo.utils import wrappers
 from odin_env.observation import OBS_SIZE, high, observe
 from odin_env.render import NO_RENDER_MODE, describe
 from odin_env.rules import NUM_ACTIONS, Config, Game, check_action
-from odin_env.spec import check_seed, game_config
+from odin_env.spec import check_options, check_seed, game_config
 
 ILLEGAL_MODES = ("raise", "terminate")
+PETTINGZOO_PROBE = "options"
+"""The one ``reset`` option key accepted (and ignored): PettingZoo's conformance test passes
+``options={"options": 1}`` to check that ``reset`` takes options."""
 
 
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
@@ -89,7 +98,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, ansi or human; got {render_mode!r}")
         self.render_mode = render_mode
-        self.auto_forced = auto_forced
+        if not isinstance(auto_forced, (bool, np.bool_)):
+            raise ValueError(f"auto_forced must be True or False; got {auto_forced!r:.80}")
+        self.auto_forced = bool(auto_forced)
         self.possible_agents = [f"player_{s}" for s in range(players)]
         self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
         obs_space = spaces.Dict(
@@ -110,6 +121,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """A new game (a new generator first when ``seed`` is given). ``options`` are refused:
+        this env takes none (``ValueError`` naming the allowed keys, as the Gymnasium env's),
+        but for the key ``"options"``, which PettingZoo's ``api_test`` sends to check that
+        ``reset`` has the parameter (ignored)."""
+        options = check_options(options, (PETTINGZOO_PROBE,), "raw_env.reset")
         if check_seed(seed) is not None:
             self._rng = np.random.default_rng(seed)
         self.game = Game(self.config, seed=self._rng)
@@ -173,8 +189,32 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             return None
         return text
 
+    def last(self, observe: bool = True) -> tuple:
+        """PettingZoo's ``last()``; once every agent has been stepped out of a finished episode
+        (no agent left), the last selected agent's final observation, reward 0 (every reward was
+        paid already), terminated, not truncated, empty info, instead of a ``KeyError``."""
+        if not self.agents and self.game is not None:
+            return _ended(self, observe)
+        return super().last(observe)
+
     def close(self) -> None:
         pass
+
+
+def _ended(environment: AECEnv, observe: bool) -> tuple:
+    """What ``last()`` returns after the episode, when no agent is left."""
+    seen = environment.observe(environment.agent_selection) if observe else None
+    return seen, 0.0, True, False, {}
+
+
+class _OrderEnforcing(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` whose ``last()`` works after the episode as
+    :meth:`raw_env.last` does (the original reads dicts the last dead step has emptied)."""
+
+    def last(self, observe: bool = True) -> tuple:
+        if self._has_reset and not self.agents:
+            return _ended(self, observe)
+        return super().last(observe)
 
 
 class _CheckedTerminateIllegal(wrappers.TerminateIllegalWrapper):
@@ -196,4 +236,4 @@ def env(illegal: str = "raise", **kwargs: Any) -> AECEnv:
     environment: AECEnv = raw_env(**kwargs)
     if illegal == "terminate":
         environment = _CheckedTerminateIllegal(environment, illegal_reward=-1)
-    return wrappers.OrderEnforcingWrapper(environment)
+    return _OrderEnforcing(environment)

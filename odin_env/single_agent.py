@@ -38,6 +38,7 @@ env's generator.
 Seat: drawn per episode (``seat=None``, default: seat research needs every seat) or fixed.
 ``reset(options={"game": game, "seat": s})`` starts from a built position (``Game.from_position``)
 with the learner in seat ``s``; opponents and forced decisions run until the learner must choose.
+Another key, or a seat that is not an integer seat (``1.7``, ``True``), is a ``ValueError``.
 
 Episode end: ``terminated`` is true when the game (or the hand, with ``episode="hand"``) is
 over; there is no truncation. The final ``info`` holds ``opponent`` (the kind), ``seat``,
@@ -63,7 +64,7 @@ from gymnasium import spaces
 from odin_env.observation import OBS_SIZE, high, observe
 from odin_env.render import NO_RENDER_MODE, describe
 from odin_env.rules import NUM_ACTIONS, Config, Game
-from odin_env.spec import check_action, check_seed, game_config
+from odin_env.spec import check_action, check_options, check_seed, game_config
 
 ILLEGAL_MODES = ("terminate", "raise")
 ILLEGAL_REWARD = {"penalty": -9.0, "win": -1.0}
@@ -95,6 +96,17 @@ RANDOM = "random"
 """The kind reported in ``info["opponent"]`` for the default uniform random opponents."""
 
 
+def _check_seat(seat: object, players: int, name: str) -> None:
+    """``ValueError`` unless ``seat`` is ``None`` or an integer seat ``0 .. players - 1`` (not a
+    bool, not a float: 1.7 is no seat)."""
+    if seat is not None and (
+        isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < players
+    ):
+        raise ValueError(
+            f"{name} must be None (drawn per episode) or 0-{players - 1}; got {seat!r:.80}"
+        )
+
+
 class SingleAgentEnv(gym.Env):
     """One learning seat against opponents that act inside ``step``; see the module docstring."""
 
@@ -123,14 +135,7 @@ class SingleAgentEnv(gym.Env):
                     f"the other seats, or a draw(rng, seat) callable; got {self.opponents!r}"
                 )
             self.opponents = opponents
-        if seat is not None and (
-            isinstance(seat, bool)
-            or not isinstance(seat, (int, np.integer))
-            or not 0 <= seat < players
-        ):
-            raise ValueError(
-                f"seat must be None (drawn per episode) or 0-{players - 1}; got {seat!r}"
-            )
+        _check_seat(seat, players, "seat")
         if illegal not in ILLEGAL_MODES:
             raise ValueError(f"illegal must be one of {', '.join(ILLEGAL_MODES)}; got {illegal!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -177,10 +182,8 @@ class SingleAgentEnv(gym.Env):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=check_seed(seed))
         rng = self.np_random
-        options = options or {}
-        unknown = set(options) - {"game", "seat"}
-        if unknown:
-            raise ValueError(f"reset options may be 'game' and 'seat'; got {sorted(unknown)}")
+        options = check_options(options, ("game", "seat"), "reset")
+        _check_seat(options.get("seat"), self.config.players, "reset options: seat")
         while True:
             n = self.config.players
             seat = options.get("seat", self.fixed_seat)

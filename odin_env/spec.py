@@ -132,6 +132,21 @@ def check_seed(seed: object) -> int | None:
     return int(seed)
 
 
+def check_options(options: object, allowed: tuple[str, ...], where: str) -> dict:
+    """``options`` of ``where``'s ``reset`` as a dict (``None`` is ``{}``); ``ValueError`` naming
+    the allowed keys when it is not a dict or holds another key: an option that is not read
+    must not pass silently."""
+    names = ", ".join(repr(a) for a in allowed) or "none"
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"{where} options must be a dict (keys: {names}); got {options!r:.80}")
+    unknown = sorted(map(repr, set(options) - set(allowed)))
+    if unknown:
+        raise ValueError(f"{where} options: unknown key {', '.join(unknown)}; allowed: {names}")
+    return options
+
+
 def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
     """``config``, or a :class:`Config` of ``settings`` (its field names; ``num_players`` is
     taken as PettingZoo's name for ``players``); ``ValueError`` naming an unknown setting or a
@@ -160,5 +175,5 @@ __all__ = [
     "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "LEAD", "MAX_PLAYERS",
     "MAX_THRESHOLD", "MIN_PLAYERS", "NUM_ACTIONS", "OVER", "PASS", "PHASE_NAMES", "REWARDS",
     "TAKE", "TAKING", "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action",
-    "check_seed", "game_config",
+    "check_options", "check_seed", "game_config",
 ]  # fmt: skip
