@@ -281,3 +281,31 @@ def test_a_game_with_a_chosen_seed_is_marked_in_its_record(app, client, tmp_path
     assert "seed_chosen" not in load_records(drawn.saved).extra
     page = client.get("/").text
     assert "chosen seed" in page
+
+
+def test_a_listing_reads_a_bounded_number_of_new_bytes_and_the_next_goes_on(
+    client, tmp_path, monkeypatch
+):
+    write_tournament(tmp_path / "records" / "a")
+    write_tournament(tmp_path / "records" / "b")
+    size = (tmp_path / "records" / "a" / "tournament.json").stat().st_size
+    monkeypatch.setattr(replays, "LIST_BYTES", size + size // 2)  # room for one file
+    first = client.get("/api/records").json()["files"]
+    assert sorted(bool(f["error"]) for f in first) == [False, True]
+    assert "not read yet" in next(f["error"] for f in first if f["error"])
+    second = client.get("/api/records").json()["files"]  # the first file's entry is kept
+    assert [f["error"] for f in second] == [None, None]
+    assert all(f["games"] == 2 for f in second)
+
+
+def test_a_scan_walks_a_bounded_number_of_names(client, tmp_path, monkeypatch):
+    records = tmp_path / "records"
+    write_tournament(records / "z")  # walked after the many names of folder a
+    (records / "a").mkdir()
+    for k in range(40):
+        (records / "a" / f"note-{k}.txt").write_text("")
+    assert [f["file"] for f in client.get("/api/records").json()["files"]] == [
+        "records/z/tournament.json"
+    ]
+    monkeypatch.setattr(replays, "MAX_SCAN_ENTRIES", 30)
+    assert client.get("/api/records").json()["files"] == []

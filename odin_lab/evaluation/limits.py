@@ -47,15 +47,18 @@ def size_text(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def read_bounded(path: Path | str, limit: int) -> bytes:
+def read_bounded(path: Path | str, limit: int, *, follow: bool = True) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
     ``OSError`` when it cannot be opened; ``ValueError`` with one line when it is not a regular
     file (a FIFO, a device, a socket, a folder: refused at once, never read nor waited on) or is
     larger than ``limit`` bytes (also when it grows past ``limit`` while being read). A symbolic
-    link is followed: whoever lists files must keep links out of their folders."""
+    link is followed unless ``follow`` is false (then it is an ``OSError``): whoever lists
+    files must keep links out of their folders, and may read the real paths they listed with
+    ``follow=False`` so that a file swapped for a link since is not read."""
     # O_NONBLOCK: opening a FIFO without a writer must not wait for one.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

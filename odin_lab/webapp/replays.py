@@ -18,7 +18,10 @@ state after decision ``k`` (forced ones included), with that decision's public a
 every hand open (``viewer=None``) is allowed here; the view of one seat hides the others'
 hands exactly as during play.
 
-Limits, so that no request costs more than it can state: a replay answers at most
+Limits, so that no request costs more than it can state: a scan walks at most
+:data:`MAX_SCAN_ENTRIES` names and looks at :data:`MAX_FILES` JSON files, a listing reads at
+most :data:`LIST_BYTES` of files it has not read before (one listing at a time; each file's
+entry is kept while the file is unchanged), a replay answers at most
 :data:`MAX_FRAMES` frames and :data:`MAX_REPLAY_BYTES` bytes of JSON (a longer game is refused
 with 422 and told by ``evaluate.py replay``), at most :data:`REPLAYS_AT_ONCE` replays are built
 at a time (another request meanwhile gets 503), and the answers kept for the next request
@@ -43,6 +46,11 @@ from odin_lab.webapp.views import Moment, describe, seat_view
 
 MAX_FILES = 2000
 """At most this many JSON files are looked at per scan (the rest are not listed)."""
+MAX_SCAN_ENTRIES = 50_000
+"""At most this many names (files and folders) are walked per scan, JSON or not."""
+LIST_BYTES = 128 * 2**20
+"""At most this many bytes of files not read before are read for one listing; the files past
+it are listed as not read yet (the next listing goes on)."""
 MAX_FILE_BYTES = 32 * 2**20
 """The largest records file the web app reads (a tournament of about 15,000 games to 15)."""
 MAX_FRAMES = 10_000
@@ -105,11 +113,14 @@ class Catalogue:
         """Every records file's key -> real path, in folder order, then by path."""
         found: dict[str, Path] = {}
         seen: set[Path] = set()
-        looked = 0
+        looked = walked = 0
         for label, root in self.roots.items():
             if not root.is_dir():
                 continue
             for folder, dirs, files in os.walk(root):  # links to folders are not entered
+                walked += len(dirs) + len(files)
+                if walked > MAX_SCAN_ENTRIES:
+                    return found
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 # A file is listed under its own name before any link to it.
                 for name in sorted(files, key=lambda n: (os.path.islink(Path(folder, n)), n)):
@@ -131,23 +142,32 @@ class Catalogue:
         ``modified`` (seconds since the epoch), ``error`` (why it cannot be replayed, or
         ``None``). The newest first. One listing is built at a time; each file's entry is kept
         while its size and modification time stay the same."""
-        out = []
+        out, budget = [], [LIST_BYTES]
         with self._listing:
             for key, path in self._scan().items():
                 try:
-                    entry = self._summary(path)
+                    entry = self._summary(path, budget)
                 except OSError:  # removed since the scan
                     continue
                 out.append({"file": key, **entry})
         return sorted(out, key=lambda e: -e["modified"])
 
-    def _summary(self, path: Path) -> dict:
+    def _summary(self, path: Path, budget: list[int]) -> dict:
+        """The listing entry of ``path`` but its key; reading it spends its size from
+        ``budget[0]`` (a file past the budget is listed as not read yet)."""
         info = path.stat()
         stamp = (str(path), info.st_mtime_ns, info.st_size)
         with self._lock:
             if stamp in self._summaries:
                 self._summaries.move_to_end(stamp)
                 return self._summaries[stamp]
+        read = info.st_size <= MAX_FILE_BYTES  # a larger one is refused from its size alone
+        if read and info.st_size > budget[0]:
+            return {
+                "modified": info.st_mtime, "games": 0, "players": None, "specs": [],
+                "error": f"not read yet: a listing reads {size_text(LIST_BYTES)} at most; reload",
+            }  # fmt: skip
+        budget[0] -= info.st_size if read else 0
         loaded = self._load(path)
         entry: dict = {"modified": info.st_mtime}
         if isinstance(loaded, str):
@@ -205,7 +225,7 @@ class Catalogue:
         if loaded is not None:
             return loaded  # type: ignore[return-value]
         try:
-            loaded = parse_records(read_bounded(path, MAX_FILE_BYTES), path.name)
+            loaded = parse_records(read_bounded(path, MAX_FILE_BYTES, follow=False), path.name)
         except ValueError as error:
             loaded = str(error).replace(str(path), path.name)
             if "over the limit" in loaded:
@@ -314,7 +334,7 @@ def _is_records_file(path: Path) -> bool:
     """Whether the regular file ``path`` names the records format in its head (never waits:
     a file that turned into a FIFO since the check is not read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return False
     try:
@@ -329,6 +349,6 @@ def _is_records_file(path: Path) -> bool:
 
 
 __all__ = [
-    "CACHE_BYTES", "Catalogue", "MAX_FILES", "MAX_FILE_BYTES", "MAX_FRAMES", "MAX_REPLAY_BYTES",
-    "REPLAYS_AT_ONCE", "replay_query",
+    "CACHE_BYTES", "Catalogue", "LIST_BYTES", "MAX_FILES", "MAX_FILE_BYTES", "MAX_FRAMES",
+    "MAX_REPLAY_BYTES", "MAX_SCAN_ENTRIES", "REPLAYS_AT_ONCE", "replay_query",
 ]  # fmt: skip
