@@ -309,3 +309,61 @@ def test_a_scan_walks_a_bounded_number_of_names(client, tmp_path, monkeypatch):
     ]
     monkeypatch.setattr(replays, "MAX_SCAN_ENTRIES", 30)
     assert client.get("/api/records").json()["files"] == []
+
+
+def test_a_fault_of_the_server_is_still_a_one_line_json_error(client, monkeypatch):
+    def broken() -> list:
+        raise RuntimeError("a bug\nwith a second line")
+
+    monkeypatch.setattr(client.app.state.catalogue, "files", broken)
+    response = client.get("/api/records")
+    assert response.status_code == 500
+    assert response.json() == {"error": "the server failed on this request (RuntimeError)"}
+
+
+def test_the_running_server_refuses_other_sites_over_http(tmp_path):
+    """As curl would send them, to ``python -m odin_lab.webapp``: the attack's requests are
+    refused with JSON, the app's own are served."""
+    import http.client
+    import selectors
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "odin_lab.webapp", "--port", "0", "--out", str(tmp_path / "web")],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(proc.stdout, selectors.EVENT_READ)
+            assert waiting.select(timeout=60), "the server did not start"
+        port = int(proc.stdout.readline().split()[4].rstrip("/").rsplit(":", 1)[1])
+
+        def send(method: str, path: str, body: bytes | None, headers: dict) -> tuple:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                answer = connection.getresponse()
+                return answer.status, answer.getheader("content-type"), answer.read()
+            finally:
+                connection.close()
+
+        game = json.dumps(NEW_GAME).encode()
+        own = f"http://127.0.0.1:{port}"
+        for headers, status in [
+            ({"Origin": "http://evil.example", "Content-Type": "text/plain"}, 403),
+            ({"Origin": "http://127.0.0.1:1", "Content-Type": "application/json"}, 403),
+            ({"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"}, 403),
+            ({"Content-Type": "text/plain"}, 415),
+            ({"Host": "attacker.example", "Content-Type": "application/json"}, 400),
+        ]:
+            code, kind, body = send("POST", "/api/games", game, headers)
+            assert (code, kind) == (status, "application/json"), body
+            assert set(json.loads(body)) == {"error"}
+        page = {"Origin": own, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}
+        code, _, body = send("POST", "/api/games", game, page)
+        assert code == 200 and json.loads(body)["game_id"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -27,7 +27,7 @@ another site (below); 404 for an unknown game id, file or path; 409 for a move o
 after the end; 413 for a body over :data:`MAX_BODY` bytes; 415 for a state-changing request
 whose body is not declared ``application/json``; 422 for an illegal move, a record that does
 not replay or a replay over the limits of :mod:`odin_lab.webapp.replays`. (503: other replays
-are being built, try again.)
+are being built, try again; 500, a fault of the server, is the same one-line JSON.)
 
 Requests from other sites. Only the app's own page may change anything: a request other than
 ``GET``/``HEAD``, or any request under ``/api/``, is refused (403) when it carries an ``Origin``
@@ -132,6 +132,12 @@ def create_app(
     async def http_error(request: Request, error: HTTPException) -> JSONResponse:
         message = {404: f"no such path: {request.url.path[:200]}"}.get(error.status_code)
         return JSONResponse({"error": message or str(error.detail)}, status_code=error.status_code)
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, error: Exception) -> JSONResponse:
+        # A last net: a fault of ours is still the app's one-line JSON, never a traceback page.
+        name = type(error).__name__
+        return JSONResponse({"error": f"the server failed on this request ({name})"}, 500)
 
     def play_response(session: PlaySession, events: list[dict]) -> dict:
         saved = session.saved
