@@ -4,8 +4,10 @@ input against one of these before work starts, and its refusal names the limit.
 =========================  ================  ===================================================
 name                       value             what it bounds
 =========================  ================  ===================================================
-``MAX_GAMES``              1,000,000         games of one tournament or study (``--games``)
-``MAX_RECORDS_BYTES``      256 MiB           a records file read by the lab (replay, resume)
+``MAX_GAMES``              1,000,000         ``--games`` of every evaluate.py command: the
+                                             games of a tournament, or of each table,
+                                             threshold or seating of a study
+``MAX_RECORDS_BYTES``      256 MiB           a records file read by ``records.load_records``
 ``MAX_RECORDS_GAMES``      1,000,000         games in one records file (``MAX_GAMES``)
 ``MAX_ACTIONS``            100,000           actions of one game record (a game to the
                                              highest threshold, 1,000, takes about 25,000)
@@ -28,7 +30,8 @@ import stat
 from pathlib import Path
 
 MAX_GAMES = 1_000_000
-"""The most games one tournament or study plays (ten times the largest in the README)."""
+"""The most games of one tournament, or of each part of a study (``--games``): ten times the
+largest tournament in the README."""
 MAX_RECORDS_BYTES = 256 * 2**20
 """The largest records file the lab reads, in bytes (a game to threshold 15 takes about 2 KB)."""
 MAX_RECORDS_GAMES = MAX_GAMES
