@@ -63,7 +63,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from odin_env.observation import OBS_SIZE, high, observe
+from odin_env.observation import box, observe
 from odin_env.render import NO_RENDER_MODE, describe
 from odin_env.rules import NUM_ACTIONS, Config, Game, check_action
 from odin_env.spec import check_options, check_seed, game_config
@@ -105,7 +105,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._seat = {agent: s for s, agent in enumerate(self.possible_agents)}
         obs_space = spaces.Dict(
             {
-                "observation": spaces.Box(0.0, high(self.config), (OBS_SIZE,), np.float32),
+                "observation": box(self.config),
                 "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
             }
         )

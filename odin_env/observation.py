@@ -34,6 +34,7 @@ environments' observation spaces are ``Box(0, high(config))``.
 from __future__ import annotations
 
 import numpy as np
+from gymnasium import spaces
 
 from odin_env.cards import MAX_HAND, NUM_CARDS, NUM_COLOURS, NUM_VALUES
 from odin_env.combos import COMBO_BITS
@@ -92,6 +93,21 @@ def high(config: Config) -> np.ndarray:
     out[LAYOUT["threshold"][0]] = config.threshold / SCALE["threshold"]
     out.flags.writeable = False
     return out
+
+
+def box(config: Config) -> spaces.Box:
+    """The observation's space in both envs: a plain ``Box(0, high(config), (OBS_SIZE,),
+    float32)`` that prints its bounds by field, ``Box(0.0, 1.0 but penalty 1.53 and threshold
+    0.15, (574,), float32)``, rather than as all ``OBS_SIZE`` of them."""
+    top = high(config)
+    space = spaces.Box(0.0, top, (OBS_SIZE,), np.float32)
+    other = []
+    for name, (s, _) in LAYOUT.items():
+        low, most = float(top[s].min()), float(top[s].max())
+        if (low, most) != (1.0, 1.0):
+            other.append(f"{name} {most:.3g}" if low == most else f"{name} {low:.3g}-{most:.3g}")
+    space.high_repr = f"1.0 but {' and '.join(other)}" if other else "1.0"
+    return space
 
 
 def views(obs: np.ndarray) -> dict[str, np.ndarray]:

@@ -61,7 +61,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from odin_env.observation import OBS_SIZE, high, observe
+from odin_env.observation import box, observe
 from odin_env.render import NO_RENDER_MODE, describe
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.spec import check_action, check_options, check_seed, game_config
@@ -143,7 +143,7 @@ class SingleAgentEnv(gym.Env):
         self.fixed_seat = None if seat is None else int(seat)
         self.illegal = illegal
         self.render_mode = render_mode
-        self.observation_space = spaces.Box(0.0, high(config), (OBS_SIZE,), np.float32)
+        self.observation_space = box(config)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.game: Game | None = None
         self.seat = 0

@@ -51,6 +51,20 @@ def test_both_spaces_are_finite_and_show_the_config(threshold):
     assert (np.delete(high(config), np.r_[PENALTY, THRESHOLD]) == 1).all()
 
 
+def test_printed_spaces_name_their_bounds_by_field_not_all_574():
+    config = Config(players=4, threshold=15)
+    single = SingleAgentEnv(config).observation_space
+    aec = odin_env.env(config=config).observation_space("player_0")
+    expected = "Box(0.0, 1.0 but penalty 1.53 and threshold 0.15, (574,), float32)"
+    assert repr(single) == str(single) == expected
+    assert repr(aec) == (
+        f"Dict('action_mask': Box(0, 1, (3634,), int8), 'observation': {expected})"
+    )
+    # Still a plain Box (TorchRL converts spaces by their exact type), equal to the bounds.
+    assert type(single) is gym.spaces.Box
+    assert single == gym.spaces.Box(0.0, high(config), (OBS_SIZE,), np.float32)
+
+
 @pytest.mark.parametrize(
     "config",
     [
