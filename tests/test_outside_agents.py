@@ -4,7 +4,10 @@ with the same records as in one process; every bad spec is one line and exit cod
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -274,3 +277,56 @@ def test_an_agent_is_any_object_with_act_and_needs_no_lab_import(tmp_path):
     mask = np.zeros(3634, dtype=np.int8)
     mask[[5, 9]] = 1
     assert agent.act(np.zeros(10, dtype=np.float32), mask) == 5
+
+
+# -- docs/own-agent.md -------------------------------------------------------------------------
+
+PAGE = ROOT / "docs" / "own-agent.md"
+RUN_BLOCK = re.compile(r"<!-- check: run; (?P<sizes>[^>]*) -->\n```bash\n(?P<body>.*?)```", re.S)
+
+
+def sized(argv: list[str], sizes: str) -> list[str]:
+    """``argv`` at the marker's sizes (``evaluate.py --games 4; x.py --smoke``): for the script
+    ``argv`` runs, a flag present takes the new value, one absent is added."""
+    argv = list(argv)
+    for part in sizes.split(";"):
+        script, *words = shlex.split(part)
+        if argv[1] != script:
+            continue
+        for i, word in enumerate(words):
+            value = (
+                words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None
+            )
+            if not word.startswith("--"):
+                continue
+            if word in argv and value is not None:
+                argv[argv.index(word) + 1] = value
+            elif word not in argv:
+                argv += [word] if value is None else [word, value]
+    return argv
+
+
+def test_the_own_agent_page_runs_as_written_at_a_tiny_size(tmp_path):
+    """The worked example: train and save the SB3 policy, wrap it (examples/my_agent.py), play
+    it in a tournament and put it on the leaderboard, with the page's commands."""
+    found = RUN_BLOCK.search(PAGE.read_text())
+    assert found, "docs/own-agent.md has no <!-- check: run; ... --> bash block"
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "evaluate.py").symlink_to(ROOT / "evaluate.py")
+    commands = [shlex.split(line) for line in found["body"].splitlines() if line.strip()]
+    assert [argv[1] for argv in commands] == ["examples/sb3_maskable_ppo.py", *["evaluate.py"] * 2]
+    for argv in commands:
+        argv = sized(argv, found["sizes"])
+        done = subprocess.run(
+            [sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
+            timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{shlex.join(argv)}:\n{done.stderr[-3000:]}"
+    spec = "examples/my_agent.py:SB3Agent"
+    board = json.loads((tmp_path / "results" / "my-leaderboard" / "leaderboard.json").read_text())
+    assert board["agents_specs"][0] == spec
+    row = board["agents"][board["agents_specs"].index(spec)]  # rows in the specs' order
+    assert row["tables"] == 10 and row["games"] == 10 * 4  # C(5, 3) tables of 4 games
+    played = json.loads((tmp_path / "results" / "my-agent" / "tournament.json").read_text())
+    assert played["agents_specs"] == [spec, "random", "random", "random"]
+    assert played["games"] == 4
