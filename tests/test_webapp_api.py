@@ -380,7 +380,8 @@ def test_the_replay_lists_tournament_files_and_refuses_bad_requests(client, tmp_
     [
         (["--host", "0.0.0.0"], "--allow-remote"),
         (["--port", "70000"], "--port must be 0-65535"),
-        (["--max-games", "0"], "--max-games must be >= 1"),
+        (["--max-games", "0"], "--max-games must be 1-1000"),
+        (["--max-games", str(10**23)], "--max-games must be 1-1000"),
         (["--records", "/no/such/folder"], "is not a folder"),
         (["--colour", "red"], "unrecognized arguments"),
     ],

@@ -13,6 +13,7 @@ name                       value             what it bounds
                                              highest threshold, 1,000, takes about 25,000)
 ``MAX_DECISIONS``          300,000           decisions of one replayed game, forced ones
                                              included
+``MAX_LIVE_GAMES``         1,000             games the web app keeps live (``--max-games``)
 =========================  ================  ===================================================
 
 The game's own limits (players, the threshold: 1-1,000) are ``odin_env.spec.Config``'s; the web
@@ -40,6 +41,9 @@ MAX_ACTIONS = 100_000
 """The most actions one game record may hold."""
 MAX_DECISIONS = 300_000
 """The most decisions (forced ones included) a replay walks before it refuses the game."""
+MAX_LIVE_GAMES = 1000
+"""The most live games the web app may be asked to keep (``--max-games``): each holds its
+state, its log and its agents in memory."""
 
 
 def size_text(n: int) -> str:
@@ -98,6 +102,7 @@ def _kind(mode: int) -> str:
 
 
 __all__ = [
-    "MAX_ACTIONS", "MAX_DECISIONS", "MAX_GAMES", "MAX_RECORDS_BYTES", "MAX_RECORDS_GAMES",
+    "MAX_ACTIONS", "MAX_DECISIONS", "MAX_GAMES", "MAX_LIVE_GAMES", "MAX_RECORDS_BYTES",
+    "MAX_RECORDS_GAMES",
     "read_bounded", "size_text",
 ]  # fmt: skip

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from odin_lab import cli
+from odin_lab.evaluation.limits import MAX_LIVE_GAMES
 
 PROG = cli.program("python -m odin_lab.webapp")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -42,7 +43,10 @@ def parser() -> argparse.ArgumentParser:
         "--records", type=Path, default=None,
         help="folder searched for records files to replay (default: results)",
     )  # fmt: skip
-    p.add_argument("--max-games", type=int, default=64, help="live games kept (default: 64)")
+    p.add_argument(
+        "--max-games", type=int, default=64,
+        help=f"live games kept, 1-{MAX_LIVE_GAMES} (default: 64)",
+    )  # fmt: skip
     p.add_argument(
         "--allow-code-agents", nargs="*", metavar="SPEC",
         help="also offer outside agents, which runs their code in this server: the names "
@@ -61,8 +65,8 @@ def check(args: argparse.Namespace) -> str | None:
         )
     if not 0 <= args.port <= 65535:
         return f"--port must be 0-65535 (0: any free port); got {args.port}"
-    if args.max_games < 1:
-        return f"--max-games must be >= 1; got {args.max_games}"
+    if not 1 <= args.max_games <= MAX_LIVE_GAMES:
+        return f"--max-games must be 1-{MAX_LIVE_GAMES}; got {args.max_games}"
     if args.out.exists() and not args.out.is_dir():
         return f"--out {args.out} is a file; give a folder (it is created when missing)"
     if args.records is not None and not args.records.is_dir():

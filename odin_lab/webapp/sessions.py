@@ -30,6 +30,7 @@ from agents.registry import agent_names, make
 from odin_env.observation import observe
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, PHASE_NAMES, Config, Game, check_action
 from odin_env.seeding import spawn_seed
+from odin_lab.evaluation.limits import MAX_LIVE_GAMES
 from odin_lab.evaluation.records import write_person_game
 from odin_lab.evaluation.tournament import GameRecord
 from odin_lab.webapp.errors import RequestError, check_fields, check_int, shown
@@ -223,8 +224,8 @@ class SessionStore:
     """The live games, at most ``max_games`` (the least recently used is dropped first)."""
 
     def __init__(self, out_dir: Path, max_games: int = 64):
-        if max_games < 1:
-            raise ValueError(f"max_games must be >= 1; got {max_games}")
+        if not 1 <= max_games <= MAX_LIVE_GAMES:
+            raise ValueError(f"max_games must be 1-{MAX_LIVE_GAMES}; got {max_games}")
         self.out_dir = Path(out_dir)
         self.max_games = max_games
         self._games: OrderedDict[str, PlaySession] = OrderedDict()
