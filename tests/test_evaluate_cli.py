@@ -76,3 +76,16 @@ def test_seating_and_thresholds_write_one_figure_each(tmp_path):
     rows = json.loads((tmp_path / "h" / "thresholds.json").read_text())["rows"]
     assert [r["threshold"] for r in rows] == [3, 6]
     assert (tmp_path / "h" / "thresholds.png").exists()
+
+
+def test_showcase_provenance_holds_the_hash_of_the_bundled_model_it_played(tmp_path):
+    from agents.ppo import BUNDLED_MODEL
+    from odin_lab.evaluation.provenance import sha256
+
+    result = run("showcase", "--games", "8", "--workers", "1", "--no-progress",
+                 "--out", str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    played = json.loads((tmp_path / "out" / "tournament" / "tournament.json").read_text())
+    assert "ppo" in played["agents_specs"]  # the bundled ppo
+    models = json.loads((tmp_path / "out" / "provenance.json").read_text())["models_sha256"]
+    assert models[f"ppo/{BUNDLED_MODEL.name}"] == sha256(BUNDLED_MODEL)

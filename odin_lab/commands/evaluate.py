@@ -343,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
 
     progress = not args.no_progress
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
+    if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
+        specs = studies.showcase_agents()
     try:
         if args.command == "tournament":
             _, text = studies.tournament(
