@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from agents import make
 from odin_env.rules import Config
-from odin_lab.evaluation.records import load_records, write_records
+from odin_lab.evaluation.records import iter_steps, load_records, write_records
 from odin_lab.evaluation.tournament import GameRecord, play_deals
 from odin_lab.webapp import replays
 from odin_lab.webapp.app import MAX_DEPTH, create_app
@@ -223,12 +223,21 @@ def long_game_file(folder: Path) -> tuple[GameRecord, int]:
     return record, len(record.actions)
 
 
-def test_a_replay_over_the_frame_limit_is_refused_before_it_is_built(client, tmp_path, monkeypatch):
-    long_game_file(tmp_path / "records")
+def test_a_replay_over_the_frame_limit_is_refused(client, tmp_path, monkeypatch):
+    record, actions = long_game_file(tmp_path / "records")
+    frames = sum(1 for _ in iter_steps(record, Config(players=2, threshold=300)))
     query = {"file": "records/long.json", "game": "0", "seat": "all"}
-    monkeypatch.setattr(replays, "MAX_FRAMES", 500)
+    # More actions than frames allowed: refused from the record's length, before any replay.
+    monkeypatch.setattr(replays, "MAX_FRAMES", actions)
+    monkeypatch.setattr(replays, "iter_steps", None)  # not called
     says = refused(client.get("/api/replay", params=query), 422)
-    assert "500 frames" in says and "evaluate.py replay" in says
+    assert f"{actions:,} frames" in says and "evaluate.py replay" in says
+    # Fewer actions, but the forced decisions make more frames: refused during the walk.
+    monkeypatch.undo()
+    monkeypatch.setattr(replays, "MAX_FRAMES", (actions + frames) // 2)
+    assert "too long for the web replay" in refused(client.get("/api/replay", params=query), 422)
+    monkeypatch.setattr(replays, "MAX_FRAMES", frames)
+    assert len(client.get("/api/replay", params=query).json()["frames"]) == frames
 
 
 def test_a_replay_over_the_byte_limit_is_refused(client, tmp_path, monkeypatch):

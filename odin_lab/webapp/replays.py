@@ -297,6 +297,8 @@ class Catalogue:
                 raise RequestError(422, too_long)
             frames.append(text)
 
+        if len(record.actions) >= MAX_FRAMES:  # a frame per action at least: refused at once
+            raise RequestError(422, too_long)
         previous = None
         try:
             for step in iter_steps(record, records.config):
