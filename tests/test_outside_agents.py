@@ -22,6 +22,7 @@ from agents.registry import check_spec, has_batch_form, make, outside_names
 from odin_env.rules import Config
 from odin_lab.evaluation.records import replay_steps
 from odin_lab.evaluation.tournament import play_tournament
+from odin_lab.webapp.__main__ import code_agents
 from odin_lab.webapp.__main__ import main as web_main
 from odin_lab.webapp.app import create_app
 
@@ -231,6 +232,8 @@ def test_the_web_app_offers_an_outside_agent_only_when_the_server_allows_code(ou
     offered = allowing.get("/api/agents").json()["agents"]
     assert spec in offered and "greedy" in offered
     assert allowing.post("/api/games", json=body).status_code == 200
+    # The command offers none without the flag; with it, the specs it names.
+    assert code_agents(None) == [] and code_agents([spec])[-1] == spec
 
 
 def test_the_web_command_refuses_a_bad_code_agent_with_one_line(outside, capsys):
