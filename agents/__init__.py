@@ -5,6 +5,8 @@
 - :mod:`agents.batch` and :mod:`agents.batched_heuristics`: the batched interface and forms;
 - :mod:`agents.ppo`: the trained-policy player and its model files;
 - :mod:`agents.registry`: ``make(spec)``, every player by name.
+- :mod:`agents.outside`: your own agents by spec (``module:Name``, ``path/to/file.py:Name``,
+  an installed package's entry point), for ``make``.
 
 This package imports only :mod:`odin_env` (and numpy): no training code, no plotting.
 """
