@@ -43,7 +43,7 @@ from agents.registry import (
     make,
     make_batch_agent,
 )
-from odin_env.batched import BatchedGames
+from odin_env.batched import BatchedGames, announce_compilation
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
@@ -198,6 +198,22 @@ def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
 _MIN_WIDTH = 64
 """Fewest slots a batched part uses (when ``batch`` allows): fewer, and the per-step Python
 work outweighs the games' own."""
+
+
+def batched_parts(first: int, games: int, batch: int, parts: int = 16) -> list[range]:
+    """Games ``first .. games - 1`` of a batched tournament cut into the parts that workers
+    play, in order. The first part is small (``_MIN_WIDTH`` games), so that progress shows
+    within seconds even with slow agents; each next one is twice the last, up to ``8 * batch``
+    games (big parts keep the slots busy: a part's last games finish with idle slots) and to
+    about a ``parts``-th of the games (so that the workers finish together). How the games are
+    cut does not change them."""
+    most = min(8 * batch, max(_MIN_WIDTH, -(-(games - first) // parts)))
+    cut, lo, size = [], first, min(_MIN_WIDTH, most)
+    while lo < games:
+        cut.append(range(lo, min(lo + size, games)))
+        lo += size
+        size = min(2 * size, most)
+    return cut
 
 
 def _seat_keys(deal_seed_: int, rotation: int, players: int) -> list[int]:
@@ -414,11 +430,9 @@ def play_tournament(
     specs = tuple(absolute_spec(spec) for spec in specs)
     job = _Job(specs, config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
-        # Game g is deal g // rotations, rotation g % rotations. Big parts keep the slots busy
-        # (a part's last games finish with idle slots); several parts feed the workers.
-        first, games = start * rotations, deals * rotations
-        size = min(8 * job.batch, -(-(games - first) // spread))
-        chunks = [range(lo, min(lo + size, games)) for lo in range(first, games, size)]
+        # Game g is deal g // rotations, rotation g % rotations.
+        chunks = batched_parts(start * rotations, deals * rotations, job.batch, max(16, spread))
+        announce_compilation()  # before the progress bar, not in its line
     else:
         chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
     bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
@@ -472,12 +486,16 @@ def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
 
 def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
     init = (job.specs, job.batch > 0)
+    _init_worker(*init)
     if workers == 1 or len(chunks) == 1:
-        _init_worker(*init)
         for part in chunks:
             yield _work((job, part))
         return
     # spawn, not fork: torch (PPO agents) is not fork-safe, and spawn behaves alike everywhere.
     context = mp.get_context("spawn")
     with context.Pool(workers, initializer=_init_worker, initargs=(*init, True)) as pool:
-        yield from pool.imap(_work, [(job, part) for part in chunks])
+        # This process plays the first part while the workers start: it compiles the numba
+        # kernels once, and the workers load them from numba's disk cache, instead of every
+        # worker compiling the same kernels at once (and announcing it) on shared cores.
+        yield _work((job, chunks[0]))
+        yield from pool.imap(_work, [(job, part) for part in chunks[1:]])
