@@ -2,7 +2,9 @@
 
 Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
-one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``search``
+one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``dmc:PATH`` (a deep Monte
+Carlo model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
+``dmc``); ``search``
 (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
 or :data:`SEARCH_MAX_MS` ms. Batched forms (one call for a whole batch of games,
@@ -10,20 +12,25 @@ or :data:`SEARCH_MAX_MS` ms. Batched forms (one call for a whole batch of games,
 
 Outside agents (:mod:`agents.outside`): ``module:Name``, ``path/to/file.py:Name``, or a name an
 installed package adds (entry-point group ``odin_lab.agents``). They run the user's own code, by
-the user's choice. The lab's own names win: ``ppo:X`` is always a model file, ``search:X`` a
-budget, and a package cannot take the name ``greedy``. Their batched form is their own
-``act_batch``, where they have one.
+the user's choice. The lab's own names win: ``ppo:X`` and ``dmc:X`` are always model files,
+``search:X`` a budget, and a package cannot take the name ``greedy``. Their batched form is their
+own ``act_batch``, where they have one.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from agents import outside
 from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
 from agents.batched_heuristics import BATCH_HEURISTICS
+from agents.dmc import ALGO as DMC
+from agents.dmc import DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.outside import FORMS, absolute_spec
-from agents.ppo import BundledPPO, PPOAgent
+from agents.ppo import BundledPPO, PPOAgent, read_model
 from agents.search import SearchAgent
 
 SEARCH_MAX_ROLLOUTS = 100_000
@@ -34,7 +41,7 @@ SEARCH_MAX_MS = 60_000
 
 def batch_form_names() -> list[str]:
     """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
-    return ["random", *BATCH_HEURISTICS, "ppo"]
+    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH"]
 
 
 def agent_names() -> list[str]:
@@ -52,7 +59,8 @@ def spec_help() -> str:
     """What an agent spec may be, in one paragraph (the CLIs' help)."""
     return (
         f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled models), "
-        f"ppo:PATH (a model file: read as data, never run as code), search, search:N "
+        f"ppo:PATH (a model file: read as data, never run as code), {DMC}:PATH (a deep Monte "
+        "Carlo model file, also data), search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms); or your own agent, {FORMS}, or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
@@ -67,7 +75,7 @@ def check_spec(spec: str) -> None:
     if not isinstance(spec, str):
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, _, path = spec.partition(":")
-    if name == "ppo" or (name in agent_names() and not path):
+    if name == "ppo" or (name == DMC and path) or (name in agent_names() and not path):
         return
     if name == "search":
         _search_budget(path)
@@ -75,6 +83,7 @@ def check_spec(spec: str) -> None:
     if name in agent_names() or (not path and name not in outside_names()):
         raise ValueError(
             f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
+            f"{DMC}:PATH, "
             f"search:N, search:Nms, {FORMS} (your own code), or a name from an installed "
             f"package ({', '.join(outside_names()) or 'none installed'})"
         )
@@ -102,6 +111,8 @@ def make(spec: str, seed: int | None = None) -> Agent:
     name, _, path = spec.partition(":")
     if name == "random":
         return RandomAgent(seed)
+    if name == DMC or (name == "ppo" and path and model_algo(path) == DMC):
+        return DMCAgent.load(path)
     if name == "ppo":
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
@@ -116,6 +127,8 @@ def has_batch_form(spec: str) -> bool:
     outside agent has one when it has ``act_batch``."""
     check_spec(spec)
     name, _, path = spec.partition(":")
+    if name == DMC:
+        return True
     if name in agent_names():
         return spec == "random" or spec in BATCH_HEURISTICS or name == "ppo"
     return outside.has_act_batch(spec)
@@ -138,6 +151,13 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
     return make(spec, seed)
 
 
+def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(info, network state)`` of a lab model file or checkpoint of any kind, read by the reader
+    of the kind its header names (:func:`agents.dmc.read_dmc_model` for ``dmc``, else
+    :func:`agents.ppo.read_model`); errors as those readers raise them."""
+    return (read_dmc_model if model_algo(path) == DMC else read_model)(path)
+
+
 __all__ = [
     "SEARCH_MAX_MS",
     "SEARCH_MAX_ROLLOUTS",
@@ -149,5 +169,6 @@ __all__ = [
     "make",
     "make_batch_agent",
     "outside_names",
+    "read_model_file",
     "spec_help",
 ]

@@ -1,0 +1,230 @@
+"""The deep Monte Carlo (DMC) player: a Q-network over (observation, action) pairs, played with
+numpy (no torch at play time).
+
+A DMC model (trained by ``train.py --algo dmc``, Zha et al., DouZero, ICML 2021) scores each
+legal action ``a`` of an observation ``o`` with ``Q(o, a)``, an estimate of the return the seat
+gets from that decision to the episode's end, and plays the legal action of highest ``Q``
+(ties: the lowest action index). The network reads the concatenation of the observation and the
+action's row of the lab's shared action features (:data:`agents.ppo.ACTION_FEATURES`: cards
+played, card taken, size, kind, ...). Its first layer is kept in two parts, one per input, so the
+observation's part is computed once per row and the action's once per action (folded into a
+``(3634, width)`` table at load), and only the legal (row, action) pairs pass the later layers:
+
+    z0 = relu(state_in(o) + action_in(features[a]))
+    z_{i+1} = relu(hidden[i](z_i))
+    Q(o, a) = q(z_last)
+
+A model file is a lab model file (docs/model-format.md) whose ``model`` JSON says
+``"algo": "dmc"`` and whose ``policy/`` tensors are the network's (:data:`TENSORS`). The player
+reads only the observation and the mask.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.ppo import ACTION_FEATURES, FORMAT_VERSION, MODEL_FORMAT, NUM_ACTION_FEATURES, POLICY
+from odin_env.observation import OBS_SIZE
+from odin_env.rules import NUM_ACTIONS
+
+ALGO = "dmc"
+"""The ``algo`` entry of a DMC model's ``model`` JSON, and its agent spec's kind (``dmc:PATH``)."""
+ACTIVATION = "ReLU"
+"""The activation of every hidden layer."""
+TENSORS = (
+    "state_in.weight", "state_in.bias", "action_in.weight", "hidden.<i>.weight",
+    "hidden.<i>.bias", "q.weight", "q.bias",
+)  # fmt: skip
+"""The network's tensors (torch state-dict names): the first layer's observation part
+``(net[0], OBS_SIZE)`` with its bias and action part ``(net[0], F)``, the hidden layers ``i`` =
+0 .. len(net) - 2 ``(net[i + 1], net[i])``, and the output ``(1, net[-1])``."""
+
+
+def dmc_info(net: list[int], players: int | None, provenance: dict | None = None) -> dict:
+    """The ``model`` JSON of a DMC model file (docs/model-format.md)."""
+    return {
+        "algo": ALGO,
+        "architecture": {
+            "net": [int(n) for n in net],
+            "activation": ACTIVATION,
+            "action_features": NUM_ACTION_FEATURES,
+        },
+        "observation_size": OBS_SIZE,
+        "num_actions": NUM_ACTIONS,
+        "players": players,
+        "provenance": provenance or {},
+    }
+
+
+def model_algo(path: str | Path) -> str | None:
+    """The algorithm a lab model file's header names (``"ppo"`` when it names none: files made
+    before DMC), or ``None`` when ``path`` is not a readable lab model file. Reads the header
+    only."""
+    from safetensors import safe_open
+
+    try:
+        with open(path, "rb") as head:
+            if head.read(4) == b"PK\x03\x04":
+                return None
+        with safe_open(str(path), framework="np") as f:
+            meta = f.metadata() or {}
+        if meta.get("format") != MODEL_FORMAT:
+            return None
+        info = json.loads(meta["model"])
+        return str(info.get("algo", "ppo")) if isinstance(info, dict) else None
+    except Exception:  # noqa: BLE001 - any failure: not a model file this function can name
+        return None
+
+
+def read_dmc_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(info, network state)`` of a DMC model file or checkpoint: the ``model`` JSON and the
+    ``policy/`` tensors by their names (:data:`TENSORS`). Nothing is unpickled.
+
+    ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
+    a file that is not a readable DMC model of this game (a PPO model, an SB3 ``.zip``, a
+    corrupt file, other sizes)."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no DMC model at {path}")
+    try:
+        with open(path, "rb") as head:
+            if head.read(4) == b"PK\x03\x04":
+                raise ValueError("it is a .zip, which loading would unpickle; refused")
+        with safe_open(str(path), framework="np") as f:
+            meta = f.metadata() or {}
+            if meta.get("format") != MODEL_FORMAT:
+                raise ValueError("no odin-lab metadata")
+            version = int(meta.get("version", "0"))
+            if not 1 <= version <= FORMAT_VERSION:
+                raise ValueError(f"format version {version}; this code reads 1 to {FORMAT_VERSION}")
+            info = json.loads(meta["model"])
+            state = {k[len(POLICY) :]: f.get_tensor(k) for k in f.keys() if k.startswith(POLICY)}  # noqa: SIM118
+    except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
+        first = (str(error).splitlines() or [""])[0]
+        raise ValueError(
+            f"cannot load DMC model {path}: not a readable odin-lab model file "
+            f"({type(error).__name__}: {first})"
+        ) from None
+    algo = info.get("algo", "ppo") if isinstance(info, dict) else None
+    if algo != ALGO:
+        raise ValueError(
+            f"cannot load DMC model {path}: its header names algo {algo!r}"
+            + (f" (play it as {algo}:PATH)" if isinstance(algo, str) else "")
+        )
+    try:
+        check_state(info, state)
+    except ValueError as error:
+        raise ValueError(f"incompatible DMC model {path}: {error}") from None
+    return info, state
+
+
+def check_state(info: dict[str, Any], state: dict[str, np.ndarray]) -> None:
+    """``ValueError`` unless ``state`` holds exactly the network ``info``'s architecture names,
+    for this game's observation, actions and action features."""
+    arch = info.get("architecture")
+    net = arch.get("net") if isinstance(arch, dict) else None
+    if not net or not all(isinstance(n, int) and n > 0 for n in net):
+        raise ValueError(f"its metadata has no usable architecture ({arch!r})")
+    if arch.get("activation") != ACTIVATION or info.get("num_actions") != NUM_ACTIONS:
+        raise ValueError(
+            f"activation {arch.get('activation')!r}, actions {info.get('num_actions')}; this "
+            f"version plays {ACTIVATION} networks over {NUM_ACTIONS} actions"
+        )
+    shapes = {
+        "state_in.weight": (net[0], OBS_SIZE),
+        "state_in.bias": (net[0],),
+        "action_in.weight": (net[0], NUM_ACTION_FEATURES),
+        "q.weight": (1, net[-1]),
+        "q.bias": (1,),
+    }
+    for i, (n_in, n_out) in enumerate(zip(net, net[1:])):
+        shapes[f"hidden.{i}.weight"], shapes[f"hidden.{i}.bias"] = (n_out, n_in), (n_out,)
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    if got != shapes:
+        wrong = sorted(set(got) ^ set(shapes)) or [k for k in shapes if got[k] != shapes[k]]
+        raise ValueError(
+            f"its tensors do not fit a {net} network reading {OBS_SIZE} observation entries and "
+            f"{NUM_ACTION_FEATURES} action features (first misfit: {wrong[0]}; was it trained on "
+            "this version?)"
+        )
+
+
+class DMCAgent:
+    """A DMC Q-network as an :class:`agents.base.Agent` and a batched agent: the legal action of
+    highest ``Q`` (see the module docstring). Deterministic; numpy only.
+
+    ``state``: the network's arrays (:data:`TENSORS`, numpy or anything ``np.asarray`` reads);
+    ``info``: its ``model`` JSON (:func:`dmc_info`)."""
+
+    def __init__(self, state: dict[str, Any], info: dict[str, Any], name: str = ALGO):
+        state = {k: np.asarray(v, dtype=np.float32) for k, v in state.items()}
+        check_state(info, state)
+        self.name, self.info = name, info
+        self.arrays = state
+        """The network's arrays by name, as given (float32)."""
+        net = info["architecture"]["net"]
+        self.state_in = (state["state_in.weight"].T.copy(), state["state_in.bias"])
+        # The action part of the first layer, once per action: rows of this table are added
+        # to the observation part of each legal pair.
+        self.action_table = ACTION_FEATURES @ state["action_in.weight"].T
+        self.hidden = [
+            (state[f"hidden.{i}.weight"].T.copy(), state[f"hidden.{i}.bias"])
+            for i in range(len(net) - 1)
+        ]
+        self.q = (state["q.weight"][0].copy(), float(state["q.bias"][0]))
+
+    @classmethod
+    def load(cls, path: str | Path) -> DMCAgent:
+        """The player of a DMC model file or checkpoint (:func:`read_dmc_model`)."""
+        info, state = read_dmc_model(path)
+        agent = cls(state, info)
+        agent.path = Path(path)
+        return agent
+
+    def reset(self, seat: int, seed: int | None = None) -> None:
+        """Nothing to reset: the player is deterministic and keeps no state between games."""
+
+    def pair_values(
+        self, observations: np.ndarray, rows: np.ndarray, actions: np.ndarray
+    ) -> np.ndarray:
+        """``Q(observations[rows[k]], actions[k])`` for each pair ``k``: float32 ``(P,)``."""
+        w, b = self.state_in
+        z = np.asarray(observations, np.float32) @ w + b
+        z = np.maximum(z[rows] + self.action_table[actions], 0.0)
+        for w, b in self.hidden:
+            z = np.maximum(z @ w + b, 0.0)
+        w, b = self.q
+        return z @ w + b
+
+    def values(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """``(n, 3634)`` float32: ``Q`` of each legal action of each row, ``-inf`` elsewhere."""
+        observations = np.reshape(observations, (-1, OBS_SIZE))
+        masks = np.asarray(action_masks).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
+        if len(masks) != len(observations):
+            raise ValueError(f"{len(observations)} observations but {len(masks)} masks")
+        if not masks.any(1).all():
+            raise ValueError("an action mask has no legal action: this agent is not the one to act")
+        rows, actions = np.nonzero(masks)
+        out = np.full(masks.shape, -np.inf, dtype=np.float32)
+        out[rows, actions] = self.pair_values(observations, rows, actions)
+        return out
+
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """One legal action per row: the highest ``Q`` (ties: the lowest index)."""
+        return self.values(observations, action_masks).argmax(1)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        """The action for one observation and its mask."""
+        return int(self.act_batch(observation[None], action_mask[None])[0])
+
+
+__all__ = [
+    "ACTIVATION", "ALGO", "DMCAgent", "TENSORS", "check_state", "dmc_info", "model_algo",
+    "read_dmc_model",
+]  # fmt: skip

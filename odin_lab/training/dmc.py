@@ -1,0 +1,325 @@
+"""Deep Monte Carlo (DMC; Zha et al., DouZero, ICML 2021) as a learner of the run services:
+:class:`DMCConfig` (its settings section, ``train.py --algo dmc``) and :class:`DMCLearner`.
+
+A Q-network (:class:`QNetwork`, the network :class:`agents.dmc.DMCAgent` plays with numpy)
+scores (observation, action) pairs, the action given by its row of the lab's shared action
+features, so one network handles any legal set. Epsilon-greedy actors play ``selfplay_batch``
+games in lockstep on the batched engine (:mod:`odin_lab.training.dmc_collector`), the learner
+in the seats the same :class:`odin_lab.training.pool.OpponentPool` as PPO's gives it (``self``
+snapshots and ``learner`` = every seat included), all legal (row, action) pairs of a step
+scored in one forward pass. Each :meth:`DMCLearner.train_step` plays until at least
+``decisions_per_update`` learner decisions belong to finished episodes, then regresses (MSE,
+``epochs`` passes of ``batch_size`` minibatches) ``Q(o, a)`` of each such decision onto its Monte
+Carlo return: what its seat was paid from that decision to the episode's end, credited as PPO's
+collector credits rewards. No bootstrapping and no critic: the target is the episode's outcome,
+as in DouZero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+
+from agents.dmc import DMCAgent, dmc_info, read_dmc_model
+from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
+from odin_env.batched import BatchedGames
+from odin_env.observation import OBS_SIZE
+from odin_env.seeding import spawn_seed
+from odin_lab.training.config import TrainConfig, TrainingError
+from odin_lab.training.dmc_collector import DMCCollector, Finished
+from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, held_interrupts
+from odin_lab.training.model import device_of
+from odin_lab.training.pool import LEARNER, SELF, OpponentPool
+from odin_lab.training.selfplay import episode_summary
+
+OPTIMIZERS = ("adam", "rmsprop")
+EXPLORE, SHUFFLE, INIT = 1, 2, 3
+"""Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
+exploration draws, the minibatch order, and (at step 0) the network's initial weights."""
+
+
+@dataclass
+class DMCConfig:
+    """Deep Monte Carlo's settings (``train.py --algo dmc``)."""
+
+    net: list[int] = field(default_factory=lambda: [256, 256, 128])
+    """Hidden layers of the Q-network (its input: the observation and the action's features)."""
+    learning_rate: float = 1e-3
+    """Step size of the optimizer."""
+    optimizer: str = "adam"
+    """adam, or rmsprop (DouZero's: alpha 0.99, eps 1e-5)."""
+    batch_size: int = 256
+    """Minibatch size of the regression."""
+    decisions_per_update: int = 4096
+    """Learner decisions of finished episodes gathered before each update (an update trains on
+    all it has then, at least this many)."""
+    epochs: int = 1
+    """Passes over each update's decisions."""
+    gamma: float = 1.0
+    """Discount per later decision of the same seat (1: the return of the episode)."""
+    epsilon: float = 0.05
+    """Chance that an actor's decision is a uniformly random legal action (else the argmax of
+    Q); with ``epsilon_start``, the rate it decays to."""
+    epsilon_start: float | None = None
+    """Exploration at step 0, falling linearly to ``epsilon`` over ``epsilon_decay_steps``
+    (None: ``epsilon`` throughout)."""
+    epsilon_decay_steps: int = 1_000_000
+    """Learner decisions over which ``epsilon_start`` falls to ``epsilon``."""
+    max_grad_norm: float = 40.0
+    """Gradients are clipped to this norm (DouZero's 40)."""
+
+    def check(self, run: TrainConfig) -> None:
+        """Raise ``ValueError`` naming the first bad setting."""
+        for name in ("batch_size", "decisions_per_update", "epochs", "epsilon_decay_steps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        ranges = {
+            "learning_rate": (0.0, math.inf, "> 0", False),
+            "max_grad_norm": (0.0, math.inf, "> 0", False),
+            "gamma": (0.0, 1.0, "in [0, 1]", True),
+            "epsilon": (0.0, 1.0, "in [0, 1]", True),
+            "epsilon_start": (0.0, 1.0, "in [0, 1] (or unset)", True),
+        }
+        for name, (low, high, text, closed) in ranges.items():
+            value = getattr(self, name)
+            if name == "epsilon_start" and value is None:
+                continue
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and value <= high
+            ok = ok and (value >= low if closed else value > low)
+            if not ok:
+                raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
+        if not self.net or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
+                               for n in self.net):  # fmt: skip
+            raise ValueError(f"net must be one or more positive layer sizes; got {self.net!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}"
+            )
+        if run.ray is not None:
+            raise ValueError(
+                f"ray: the dmc learner collects in its own process; leave ray unset (got "
+                f"{run.ray!r})"
+            )
+
+    def exploration(self, steps: int) -> float:
+        """Epsilon after ``steps`` learner decisions."""
+        if self.epsilon_start is None:
+            return float(self.epsilon)
+        left = max(0.0, 1.0 - steps / self.epsilon_decay_steps)
+        return float(self.epsilon + (self.epsilon_start - self.epsilon) * left)
+
+
+class QNetwork(th.nn.Module):
+    """``Q(o, a)`` (see :mod:`agents.dmc` for the layers; the tensors' names are
+    :data:`agents.dmc.TENSORS`)."""
+
+    def __init__(self, net: list[int]):
+        super().__init__()
+        self.state_in = th.nn.Linear(OBS_SIZE, net[0])
+        self.action_in = th.nn.Linear(NUM_ACTION_FEATURES, net[0], bias=False)
+        self.hidden = th.nn.ModuleList(th.nn.Linear(a, b) for a, b in zip(net, net[1:]))
+        self.q = th.nn.Linear(net[-1], 1)
+        # The shared table, not a parameter and not saved: the player has its own copy.
+        self.register_buffer("features", th.from_numpy(ACTION_FEATURES.copy()), persistent=False)
+
+    def forward(
+        self, obs: th.Tensor, actions: th.Tensor, rows: th.Tensor | None = None
+    ) -> th.Tensor:
+        """Q of each pair ``(obs[rows[k]], actions[k])`` (``rows`` None: pair ``k`` is row
+        ``k``): ``(P,)``."""
+        z = self.state_in(obs)
+        z = z if rows is None else z[rows]
+        z = th.relu(z + self.action_in(self.features[actions]))
+        for layer in self.hidden:
+            z = th.relu(layer(z))
+        return self.q(z).squeeze(-1)
+
+
+class DMCLearner:
+    """Deep Monte Carlo on the batched engine (see the module docstring): a
+    :class:`odin_lab.training.learner.Learner`."""
+
+    kind = "dmc"
+
+    def __init__(self, config: TrainConfig):
+        th.set_num_threads(config.torch_threads)
+        self.config, self.settings = config, config.algo_config
+        self.device = th.device(device_of(config))
+        with th.random.fork_rng(devices=[]):
+            th.manual_seed(spawn_seed(config.seed, GAMES_STREAM, 0, INIT))
+            self.net = QNetwork(list(self.settings.net))
+        if config.init:
+            try:
+                _, state = read_dmc_model(config.init)
+                self.net.load_state_dict({k: th.from_numpy(v.copy()) for k, v in state.items()})
+            except (FileNotFoundError, ValueError, RuntimeError) as error:
+                raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
+        self.net.to(self.device)
+        if self.settings.optimizer == "rmsprop":
+            self.optimizer: th.optim.Optimizer = th.optim.RMSprop(
+                self.net.parameters(), lr=self.settings.learning_rate, alpha=0.99, eps=1e-5
+            )
+        else:
+            self.optimizer = th.optim.Adam(self.net.parameters(), lr=self.settings.learning_rate)
+        self.steps, self.n_updates, self.last_snapshot = 0, 0, 0
+        self.snapshots: list[DMCAgent] = []
+        self.pool: OpponentPool | None = None
+        self.collector: DMCCollector | None = None
+
+    def warm_start(self, run_dir: Path, provenance: dict[str, Any]) -> dict[str, float]:
+        """DMC has no warm start (``init`` weights are loaded when the learner is built)."""
+        return {}
+
+    def start(self) -> None:
+        config, steps = self.config, self.steps
+        if config.opponents != [LEARNER]:
+            seed = spawn_seed(config.seed, POOL_STREAM, steps)
+            self.pool = OpponentPool(config.opponents, config.game.players, config.seat, seed)
+        if SELF in config.opponents and not self.snapshots:
+            self.snapshot()
+        elif self.snapshots and self.pool is not None:
+            self.pool.set_snapshots(self.snapshots)
+        seed = spawn_seed(config.seed, GAMES_STREAM, steps)
+        games = BatchedGames(config.game, config.selfplay_batch, seed=seed)
+        rng = np.random.default_rng(spawn_seed(config.seed, GAMES_STREAM, steps, EXPLORE))
+        self.shuffle = th.Generator().manual_seed(
+            spawn_seed(config.seed, GAMES_STREAM, steps, SHUFFLE)
+        )
+        self.collector = DMCCollector(games, self.pool, self.greedy, rng, self.settings.gamma)
+
+    def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The legal action of highest Q for each row (ties: the lowest index), all legal pairs
+        scored in one forward pass."""
+        rows, actions = np.nonzero(mask)
+        device = self.device
+        with th.no_grad():
+            q = (
+                self.net(
+                    th.as_tensor(obs, device=device),
+                    th.as_tensor(actions, device=device),
+                    th.as_tensor(rows, device=device),
+                )
+                .cpu()
+                .numpy()
+            )
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        best = np.maximum.reduceat(q, starts)
+        top = np.flatnonzero(q == best[rows])
+        # np.nonzero lists each row's actions ascending: the first top pair of a row is the
+        # lowest index, as argmax picks it in the numpy player.
+        first = top[np.r_[True, rows[top][1:] != rows[top][:-1]]]
+        return actions[first]
+
+    def train_step(self) -> dict[str, float]:
+        settings = self.settings
+        epsilon = settings.exploration(self.steps)
+        batch = self.collector.collect(settings.decisions_per_update, epsilon)
+        with held_interrupts():
+            figures = self._update(batch)
+            self.steps += len(batch)
+            self.n_updates += 1
+        figures.update(episode_summary(batch.episodes))
+        figures["train/epsilon"] = epsilon
+        figures["train/mean_return"] = float(batch.returns.mean())
+        return figures
+
+    def _update(self, batch: Finished) -> dict[str, float]:
+        """``epochs`` passes of minibatch regressions of Q onto the returns."""
+        device, settings = self.device, self.settings
+        obs = th.as_tensor(batch.obs, device=device)
+        actions = th.as_tensor(batch.actions, device=device)
+        returns = th.as_tensor(batch.returns, device=device)
+        losses = []
+        self.net.train()
+        for _ in range(settings.epochs):
+            order = th.randperm(len(batch), generator=self.shuffle).to(device)
+            for start in range(0, len(batch), settings.batch_size):
+                pick = order[start : start + settings.batch_size]
+                loss = th.nn.functional.mse_loss(self.net(obs[pick], actions[pick]), returns[pick])
+                self.optimizer.zero_grad()
+                loss.backward()
+                th.nn.utils.clip_grad_norm_(self.net.parameters(), settings.max_grad_norm)
+                self.optimizer.step()
+                losses.append(float(loss.detach()))
+        self.net.eval()
+        return {"train/q_loss": float(np.mean(losses)), "train/decisions": float(len(batch))}
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The network's arrays (a copy), by their names."""
+        return {k: v.detach().cpu().numpy().copy() for k, v in self.net.state_dict().items()}
+
+    def info(self) -> dict[str, Any]:
+        """The ``model`` metadata of the current network (docs/model-format.md)."""
+        return dmc_info(self.settings.net, self.config.game.players)
+
+    def snapshot(self) -> None:
+        snap = DMCAgent(self.state(), self.info(), name=SELF)
+        self.snapshots = [*self.snapshots, snap][-self.config.max_snapshots :]
+        self.last_snapshot = self.steps
+        if self.pool is not None:
+            self.pool.set_snapshots(self.snapshots)
+
+    def write_player(self, path: Path, provenance: dict[str, Any]) -> Path:
+        return write_model(path, self.state(), {**self.info(), "provenance": provenance})
+
+    def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+        tensors = {f"policy/{k}": v for k, v in self.state().items()}
+        optimizer = self.optimizer.state_dict()
+        plain: dict[str, dict[str, Any]] = {}
+        for index, values in optimizer["state"].items():
+            plain[str(index)] = {}
+            for name, value in values.items():
+                if isinstance(value, th.Tensor):
+                    tensors[f"optimizer/{index}/{name}"] = value.detach().cpu().numpy()
+                else:
+                    plain[str(index)][name] = value
+        for k, snap in enumerate(self.snapshots):
+            for name, value in snap.arrays.items():
+                tensors[f"snapshot/{k}/{name}"] = value
+        run = {
+            "n_updates": self.n_updates,
+            "last_snapshot": self.last_snapshot,
+            "snapshots": len(self.snapshots),
+            "optimizer": {"param_groups": optimizer["param_groups"], "state": plain},
+        }
+        return tensors, self.info(), run
+
+    def load_checkpoint(self, tensors: dict[str, Any], run: dict[str, Any]) -> None:
+        prefix = "policy/"
+        weights = {
+            k[len(prefix) :]: th.from_numpy(np.array(v))
+            for k, v in tensors.items()
+            if k.startswith(prefix)
+        }
+        self.net.load_state_dict(weights)
+        state: dict[int, dict[str, Any]] = {
+            int(i): dict(v) for i, v in run["optimizer"]["state"].items()
+        }
+        for key, value in tensors.items():
+            if key.startswith("optimizer/"):
+                _, index, name = key.split("/", 2)
+                state.setdefault(int(index), {})[name] = th.from_numpy(np.array(value))
+        self.optimizer.load_state_dict(
+            {"state": state, "param_groups": run["optimizer"]["param_groups"]}
+        )
+        self.steps = int(run["step"])
+        self.n_updates = int(run.get("n_updates", 0))
+        self.last_snapshot = int(run.get("last_snapshot", 0))
+        names = list(weights)
+        self.snapshots = [
+            DMCAgent({n: np.array(tensors[f"snapshot/{k}/{n}"]) for n in names}, self.info(), SELF)
+            for k in range(int(run.get("snapshots", 0)))
+        ]
+
+    def close(self) -> None:
+        self.collector = None
+
+
+__all__ = ["DMCConfig", "DMCLearner", "QNetwork"]
