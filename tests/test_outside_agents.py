@@ -77,6 +77,14 @@ class NoAct:
 
 def returns_a_string():
     return "hello"
+
+class Illegal:
+    def act(self, observation, action_mask):
+        return 3641  # no such action
+
+class Nothing:
+    def act(self, observation, action_mask):
+        return None
 '''
 
 
@@ -193,6 +201,9 @@ BAD = [
     ("mine/broken.py:Agent", "file mine/broken.py does not import: SyntaxError"),
     ("search:1000000000000", "search:N (N playouts per decision, 1-100,000)"),
     ("search:60001ms", "search:Nms (N milliseconds per decision, 1-60,000)"),
+    # An agent that makes a bad move is named, with the move (in a worker process too).
+    ("seeded_agents:Illegal", "in seat 0 chose 3641: illegal action 3641: out of range"),
+    ("seeded_agents:Nothing", "in seat 0 chose None: int() argument must be"),
 ]
 
 
@@ -202,7 +213,7 @@ def test_a_bad_outside_spec_is_one_line_and_exit_2_in_evaluate(outside, spec, sa
     (outside / "mine" / "broken.py").write_text("def oops(:\n")
     done = subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), "tournament", "--agents", spec, "greedy",
-         "--games", "2", "--out", "out"],
+         "--games", "2", "--workers", "2", "--no-progress", "--out", "out"],
         cwd=outside, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": str(outside / "lib")},
     )  # fmt: skip

@@ -124,10 +124,21 @@ def play_game(game: Game, seat_agents: Sequence, actions: list[int] | None = Non
         if game.is_over:
             return game
         seat = game.current
-        action = int(seat_agents[seat].act(observe(game, seat, out=obs), game.legal_mask()))
-        game.apply(action)
+        chosen = seat_agents[seat].act(observe(game, seat, out=obs), game.legal_mask())
+        try:
+            action = int(chosen)
+            game.apply(action)
+        except (TypeError, ValueError) as error:  # say whose move it was: often one's own agent
+            raise ValueError(
+                f"{_who(seat_agents[seat], seat)} chose {chosen!r:.60}: {error}"
+            ) from None
         if actions is not None:
             actions.append(action)
+
+
+def _who(agent: object, seat: int) -> str:
+    """An agent as an error names it: its name (else its type) and seat."""
+    return f"agent {getattr(agent, 'name', type(agent).__name__)!r} in seat {seat}"
 
 
 def rotation_order(players: int, rotation: int) -> tuple[int, ...]:
