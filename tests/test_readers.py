@@ -212,3 +212,39 @@ def test_evaluate_replay_of_a_fifo_or_a_deep_file_is_one_line(tmp_path, kind):
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def nest(depth: int) -> object:
+    value: object = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.update(format="x" * 100_000),
+        lambda d: d.update(format=nest(900)),
+        lambda d: d.update(version=nest(900)),
+        lambda d: d["config"].update(players=nest(900)),
+        lambda d: d["config"].update(first_player="x" * 100_000),
+        lambda d: d["config"].update({"y" * 100_000: 1}),
+        lambda d: d.update(agents_specs=[nest(900)]),
+        lambda d: d["game_records"][0].update(winners=[0] * 100_000),
+        lambda d: d["game_records"][0].update(totals=[10**4000, 0]),
+        lambda d: d["game_records"][0].update(actions=list(range(3000)) * 30),
+        lambda d: d["game_records"][0].update(hands=[[0, 1]] * 100_000),
+        lambda d: d["game_records"][0].update(seed=nest(900)),
+    ],
+)
+def test_a_huge_or_deep_value_in_a_records_file_is_one_short_line(tmp_path, change):
+    one_game(tmp_path / "g.json")
+    data = json.loads((tmp_path / "g.json").read_text())
+    change(data)
+    (tmp_path / "g.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError) as error:
+        loaded = load_records(tmp_path / "g.json")
+        records.replay(loaded.games[0], loaded.config)  # what evaluate.py replay does next
+    message = str(error.value)
+    assert "\n" not in message and len(message) < 400, message[:500]

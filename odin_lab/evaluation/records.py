@@ -219,10 +219,12 @@ def _parse(data: object) -> RecordsFile:
             f"(re-run the tournament to write version {RECORDS_VERSION})"
         )
     if fmt != RECORDS_FORMAT:
-        raise ValueError(f"not an odin-lab records file (format {fmt!r}, not {RECORDS_FORMAT!r})")
+        raise ValueError(
+            f"not an odin-lab records file (format {_shown(fmt)}, not {RECORDS_FORMAT!r})"
+        )
     if version != RECORDS_VERSION:
         raise ValueError(
-            f"records version {version!r}; this odin-lab reads version {RECORDS_VERSION} only"
+            f"records version {_shown(version)}; this odin-lab reads version {RECORDS_VERSION} only"
         )
     for key in ("config", "agents_specs", "game_records"):
         if key not in data:
@@ -253,8 +255,13 @@ def _config(data: object) -> Config:
     unknown = sorted(set(data) - set(_CONFIG_FIELDS))
     if unknown:
         raise ValueError(
-            f"config: unknown field {unknown[0]!r}; allowed are {', '.join(_CONFIG_FIELDS)}"
+            f"config: unknown field {_shown(unknown[0])}; allowed are {', '.join(_CONFIG_FIELDS)}"
         )
+    for name, value in data.items():  # Config names a bad value whole: keep it short here
+        if isinstance(value, (list, dict)) or isinstance(value, str) and len(value) > 40:
+            raise ValueError(
+                f"config: {name} must be a number or a short name; got {_shown(value)}"
+            )
     try:
         return Config(**data)
     except (TypeError, ValueError) as e:
@@ -298,7 +305,7 @@ def _record(data: object, k: int, config: Config, agents: int) -> GameRecord:
     _ints(data["totals"], f"{where}.totals", 0, None, n)
     winners = _ints(data["winners"], f"{where}.winners", 0, n - 1)
     if len(set(winners)) != len(winners):
-        raise ValueError(f"{where}.winners repeats a seat: {list(winners)}")
+        raise ValueError(f"{where}.winners repeats a seat: {_shown(list(winners))}")
     actions = data.get("actions", [])
     if isinstance(actions, list) and len(actions) > MAX_ACTIONS:
         raise ValueError(
@@ -397,7 +404,8 @@ def _check_outcome(record: GameRecord, game: Game, name: str) -> None:
     ):
         if replayed != recorded:
             raise ValueError(
-                f"{name}: the replay ends with {what} {replayed}, the record says {recorded}"
+                f"{name}: the replay ends with {what} {_shown(replayed)}, the record says "
+                f"{_shown(recorded)}"
             )
 
 
