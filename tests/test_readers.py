@@ -248,3 +248,15 @@ def test_a_huge_or_deep_value_in_a_records_file_is_one_short_line(tmp_path, chan
         records.replay(loaded.games[0], loaded.config)  # what evaluate.py replay does next
     message = str(error.value)
     assert "\n" not in message and len(message) < 400, message[:500]
+
+
+def test_an_agent_spec_over_the_limit_is_refused(tmp_path):
+    one_game(tmp_path / "g.json")
+    data = json.loads((tmp_path / "g.json").read_text())
+    data["agents_specs"][1] = "x" * limits.MAX_SPEC_CHARS
+    (tmp_path / "g.json").write_text(json.dumps(data))
+    assert load_records(tmp_path / "g.json").specs[1] == "x" * limits.MAX_SPEC_CHARS
+    data["agents_specs"][1] += "x"
+    (tmp_path / "g.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="a spec over the limit of 4,096 characters"):
+        load_records(tmp_path / "g.json")

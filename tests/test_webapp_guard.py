@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -376,3 +377,13 @@ def test_the_running_server_refuses_other_sites_over_http(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_listing_entry_stays_small_whatever_the_specs(client, tmp_path):
+    config = Config(players=2, threshold=5)
+    games = play_deals([make("random", seed=1), make("greedy")], config, 1, seed=4)
+    specs = ["s" * 4000 for _ in range(40)]
+    games = [replace(g, agents=(39, 38)) for g in games]
+    write_records(tmp_path / "records" / "many.json", config, specs, games)
+    (entry,) = client.get("/api/records").json()["files"]
+    assert entry["error"] is None and len(json.dumps(entry)) < 2000

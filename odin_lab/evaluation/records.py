@@ -48,6 +48,7 @@ from odin_lab.evaluation.limits import (
     MAX_DECISIONS,
     MAX_RECORDS_BYTES,
     MAX_RECORDS_GAMES,
+    MAX_SPEC_CHARS,
     read_bounded,
 )
 from odin_lab.evaluation.tournament import GameRecord
@@ -233,6 +234,8 @@ def _parse(data: object) -> RecordsFile:
     specs = data["agents_specs"]
     if not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
         raise ValueError(f"agents_specs must be a non-empty list of strings; got {_shown(specs)}")
+    if max(map(len, specs)) > MAX_SPEC_CHARS:
+        raise ValueError(f"agents_specs: a spec over the limit of {MAX_SPEC_CHARS:,} characters")
     games = data["game_records"]
     if not isinstance(games, list):
         raise ValueError("game_records must be a list of game records")

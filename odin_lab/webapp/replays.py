@@ -176,7 +176,7 @@ class Catalogue:
             entry.update(
                 games=len(loaded.games),
                 players=loaded.config.players,
-                specs=list(loaded.specs)[:64],
+                specs=[spec[:80] for spec in loaded.specs[:12]],  # a listing stays small
                 error=None,
             )
         with self._lock:
