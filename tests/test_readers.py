@@ -182,6 +182,8 @@ THRESHOLD = "threshold must be 1-1000"
         (["tournament", *TWO, "--threshold", HUGE], THRESHOLD),
         (["watch", *TWO, "--threshold", HUGE], THRESHOLD),
         (["thresholds", *TWO, "--thresholds", "5", HUGE], THRESHOLD),
+        (["tournament", *TWO, "--workers", HUGE], "--workers must be 1-256"),
+        (["leaderboard", "--agents", "random", "greedy", "--workers", "257"], "--workers must be"),
         (["replay", "/dev/zero"], "not a regular file"),
     ],
 )

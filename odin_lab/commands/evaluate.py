@@ -256,12 +256,12 @@ def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
 
 
 def _check_common(args: argparse.Namespace) -> None:
-    from odin_lab.evaluation.limits import MAX_GAMES
+    from odin_lab.evaluation.limits import MAX_GAMES, MAX_WORKERS
 
     if not 1 <= getattr(args, "games", 1) <= MAX_GAMES:
         raise ValueError(f"--games must be 1-{MAX_GAMES:,} (the lab's limit); got {args.games}")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be >= 1; got {args.workers}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be 1-{MAX_WORKERS} (the lab's limit); got {args.workers}")
     if args.ray is not None:
         from odin_lab.evaluation.distributed import require_ray
 

@@ -14,6 +14,7 @@ name                       value             what it bounds
 ``MAX_DECISIONS``          300,000           decisions of one replayed game, forced ones
                                              included
 ``MAX_LIVE_GAMES``         1,000             games the web app keeps live (``--max-games``)
+``MAX_WORKERS``            256               worker processes of one evaluate.py command
 ``MAX_SPEC_CHARS``         4,096             one agent spec in a records file (a path's length)
 =========================  ================  ===================================================
 
@@ -44,6 +45,9 @@ MAX_DECISIONS = 300_000
 """The most decisions (forced ones included) a replay walks before it refuses the game."""
 MAX_SPEC_CHARS = 4096
 """The longest agent spec a records file may name (``PATH_MAX`` on Linux)."""
+MAX_WORKERS = 256
+"""The most worker processes one command starts (``--workers``): beyond the CPUs they only
+cost memory, and each is a whole Python process."""
 MAX_LIVE_GAMES = 1000
 """The most live games the web app may be asked to keep (``--max-games``): each holds its
 state, its log and its agents in memory."""
@@ -106,5 +110,5 @@ def _kind(mode: int) -> str:
 
 __all__ = [
     "MAX_ACTIONS", "MAX_DECISIONS", "MAX_GAMES", "MAX_LIVE_GAMES", "MAX_RECORDS_BYTES",
-    "MAX_RECORDS_GAMES", "MAX_SPEC_CHARS", "read_bounded", "size_text",
+    "MAX_RECORDS_GAMES", "MAX_SPEC_CHARS", "MAX_WORKERS", "read_bounded", "size_text",
 ]  # fmt: skip
