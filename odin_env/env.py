@@ -193,7 +193,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         """PettingZoo's ``last()``; once every agent has been stepped out of a finished episode
         (no agent left), the last selected agent's final observation, reward 0 (every reward was
         paid already), terminated, not truncated, empty info, instead of a ``KeyError``."""
-        if not self.agents and self.game is not None:
+        if self.game is not None and not self.agents:
             return _ended(self, observe)
         return super().last(observe)
 
