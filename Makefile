@@ -5,7 +5,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-INSTALL := $(PY) -m pip install -q -c constraints.txt
+# --no-compile: a module is byte-compiled when first imported, not every file of every package
+# at install time (most are never imported; this halves the install of `make run`).
+INSTALL := $(PY) -m pip install -q --no-compile -c constraints.txt
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 RLLIB_STAMP := .venv-rllib/.installed
@@ -32,7 +34,7 @@ $(STAMP): pyproject.toml constraints.txt | $(PY)
 $(RLLIB_STAMP): pyproject.toml constraints-rllib.txt
 	$(PYTHON) -m venv .venv-rllib
 	.venv-rllib/bin/python -m pip install -q --upgrade pip
-	.venv-rllib/bin/python -m pip install -q -c constraints-rllib.txt -e ".[rllib]"
+	.venv-rllib/bin/python -m pip install -q --no-compile -c constraints-rllib.txt -e ".[rllib]"
 	touch $@
 
 # After upgrading a package in .venv or .venv-rllib (and the tests pass): write down its versions.
