@@ -6,6 +6,7 @@ before any game is played."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -14,6 +15,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents import make
 from odin_env.rules import Config
@@ -262,3 +265,56 @@ def test_an_agent_spec_over_the_limit_is_refused(tmp_path):
     (tmp_path / "g.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match="a spec over the limit of 4,096 characters"):
         load_records(tmp_path / "g.json")
+
+
+junk = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**30, max_value=10**4000)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def paths_of(value: object, here: tuple = ()) -> list[tuple]:
+    """Every place in a JSON document, as the keys and indexes that reach it."""
+    found = [here]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += paths_of(item, (*here, key))
+    elif isinstance(value, list):
+        for k, item in enumerate(value[:3]):
+            found += paths_of(item, (*here, k))
+    return found
+
+
+@pytest.fixture(scope="module")
+def document(tmp_path_factory) -> dict:
+    path = tmp_path_factory.mktemp("doc") / "g.json"
+    one_game(path)
+    return json.loads(path.read_text())
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_any_value_anywhere_in_a_records_file_is_read_or_one_valueerror(document, data):
+    """A value replaced anywhere in a valid file: loading and replaying it either works or
+    raises one ``ValueError`` of one short line, never anything else."""
+    changed = copy.deepcopy(document)
+    where = data.draw(st.sampled_from(paths_of(changed)[1:]))
+    parent = changed
+    for key in where[:-1]:
+        parent = parent[key]
+    parent[where[-1]] = data.draw(junk)
+    raw = json.dumps(changed).encode()
+    try:
+        loaded = records.parse_records(raw, "g.json")
+        for game in loaded.games:
+            records.replay(game, loaded.config)
+    except ValueError as error:
+        assert "\n" not in str(error) and len(str(error)) < 400, str(error)[:500]

@@ -261,7 +261,7 @@ def _config(data: object) -> Config:
             f"config: unknown field {_shown(unknown[0])}; allowed are {', '.join(_CONFIG_FIELDS)}"
         )
     for name, value in data.items():  # Config names a bad value whole: keep it short here
-        if isinstance(value, (list, dict)) or isinstance(value, str) and len(value) > 40:
+        if isinstance(value, (list, dict)) or len(repr(value)) > 40:
             raise ValueError(
                 f"config: {name} must be a number or a short name; got {_shown(value)}"
             )
@@ -349,7 +349,8 @@ def _decisions(record: GameRecord, config: Config) -> Generator[tuple[Game, int,
     return the last state. ``ValueError`` naming the action's index in ``record.actions`` when
     one is illegal or comes after the game's end, and when the game runs past the limit."""
     game = Game(config, seed=record.seed)
-    name = f"game (deal {record.deal}, rotation {record.rotation}, seed {record.seed})"
+    deal, rotation, seed = map(_shown, (record.deal, record.rotation, record.seed))
+    name = f"game (deal {deal}, rotation {rotation}, seed {seed})"
     if game.hand_leader != record.first_leader:
         raise ValueError(
             f"{name}: seat {game.hand_leader} leads the first hand, not seat "
