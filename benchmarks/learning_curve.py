@@ -1,9 +1,12 @@
-"""A from-scratch learning benchmark: the win rate a PPO agent reaches after fixed amounts of
-training wall-clock time, against 3 x greedy and 3 x planner (4 players).
+"""A from-scratch learning benchmark: the win rate an agent of one of the lab's algorithms
+(``--algo``, default PPO) reaches after fixed amounts of training wall-clock time, against
+3 x greedy and 3 x planner (4 players).
 
-A new model is trained with the lab's default :class:`odin_lab.training.TrainConfig` settings on the
-batched engine (``selfplay_batch`` games in lockstep, one torch thread, one core) against
-``--train-opponents``, seeded by ``--seed`` as :func:`odin_lab.training.train` seeds a run. When the
+A new learner is trained with the algorithm's default settings (changed with ``--set NAME=VALUE``,
+e.g. ``--set critic=full``) on the batched engine (``selfplay_batch`` games in lockstep, one torch
+thread, one core) against ``--train-opponents``, seeded by ``--seed`` as
+:func:`odin_lab.training.train` seeds a run, through the learner interface the run services use
+(:class:`odin_lab.training.learner.Learner`). When the
 training clock passes each of ``--minutes`` (at the end of the update that crosses it, never two
 points on one update) the clock stops while the policy is saved as ``OUT/minutes-M.safetensors``
 and plays ``--deals`` deals, each from every seat (x4 games), against three copies of each
@@ -12,7 +15,8 @@ opponent. A row is printed per (point, opponent) as soon as it is known; after e
 ``OUT/learning_curve.json``, ``.csv`` and ``.png`` (and ``.pdf``) are rewritten atomically, so
 Ctrl-C or a kill loses nothing already measured.
 
-    python benchmarks/learning_curve.py [--minutes 10 30 60] [--deals 500] [--seed 0]
+    python benchmarks/learning_curve.py [--algo ppo] [--set NAME=VALUE ...]
+        [--minutes 10 30 60] [--deals 500] [--seed 0]
         [--eval-seed 20261203] [--opponents greedy planner] [--train-opponents greedy]
         [--out results/learning_curve] [--workers 1]
 
@@ -60,12 +64,21 @@ def row_text(row: dict, parity: float) -> str:
 def parse_args(argv: list[str] | None = None) -> Any:
     """The flags, checked: one line naming the problem and exit 2 on bad input."""
     from agents.registry import check_spec
+    from odin_lab.training import ALGORITHMS
     from odin_lab.training.pool import SELF, check_kinds
 
     parser = Parser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
     add = parser.add_argument
+    add("--algo", default="ppo", choices=list(ALGORITHMS), help="the learning algorithm")
+    add(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the algorithm's settings, as train.py's flags name them (e.g. critic=full)",
+    )
     add("--minutes", type=float, nargs="+", default=[10, 30, 60], help="training time points")
     add("--deals", type=int, default=500, help="deals per evaluation, each from every seat")
     add("--seed", type=int, default=0, help="seed of the training run")
@@ -98,14 +111,32 @@ def parse_args(argv: list[str] | None = None) -> Any:
     except ValueError as error:
         parser.error(f"--opponents: {error}")
     try:
-        if SELF in check_kinds(args.train_opponents, batched=True):
+        if SELF in check_kinds(args.train_opponents):
             raise ValueError(f"{SELF!r} (snapshots) is not taken here: agent specs or 'learner'")
     except ValueError as error:
         parser.error(f"--train-opponents: {error}")
+    try:
+        args.config = training_config(args)
+    except (TypeError, ValueError) as error:
+        parser.error(f"--set: {error}")
     return args
 
 
-def figure(results: list[dict], parity: float, games: int) -> Any:
+def training_config(args: Any) -> Any:
+    """The run's settings: the algorithm's defaults with ``--set``'s values, the pool and the
+    seed."""
+    from odin_lab.training import make_config
+    from odin_lab.training.algorithms import parse_settings
+
+    settings = parse_settings(args.algo, args.set)
+    config = make_config(
+        args.algo, opponents=list(args.train_opponents), seed=args.seed, **settings
+    )
+    config.check()
+    return config
+
+
+def figure(results: list[dict], parity: float, games: int, algo: str = "PPO") -> Any:
     """Win rate (%) against training minutes, one line per opponent with its Wilson interval."""
     import matplotlib as mpl
     from matplotlib import transforms
@@ -133,7 +164,9 @@ def figure(results: list[dict], parity: float, games: int) -> Any:
         ax.set_ylim(0, max([100.0 * r["ci_high"] for r in results] + [100 * parity]) * 1.1)
         ax.set_xlabel("training wall-clock time, minutes (evaluation not counted)")
         ax.set_ylabel("win rate, % of games (ties shared)")
-        ax.set_title(f"PPO from scratch: {games:,} games per point; whiskers: 95% Wilson interval")
+        ax.set_title(
+            f"{algo} from scratch: {games:,} games per point; whiskers: 95% Wilson interval"
+        )
         ax.legend(loc="best", frameon=False)
     return fig
 
@@ -151,7 +184,9 @@ def write_results(out: Path, report: dict) -> None:
     write_atomic(out / "learning_curve.csv", text.getvalue().encode())
     if report["results"]:
         facts = report["facts"]
-        fig = figure(report["results"], facts["parity"], facts["games_per_point"])
+        fig = figure(
+            report["results"], facts["parity"], facts["games_per_point"], facts.get("label", "PPO")
+        )
         save_figure(fig, out / "learning_curve.png")
 
 
@@ -160,25 +195,23 @@ def main(argv: list[str] | None = None) -> None:
     import torch as th
     from tqdm import tqdm
 
-    from odin_env.seeding import spawn_seed
-    from odin_lab.training.checkpoints import save_policy_only
-    from odin_lab.training.config import TrainConfig, config_to_json
-    from odin_lab.training.model import build_model
-    from odin_lab.training.pool import OpponentPool
-    from odin_lab.training.run import ENV_STREAM, POOL_STREAM, evaluate
-    from odin_lab.training.selfplay import train_selfplay
-    from odin_lab.training.subproc import spaces_env
+    from odin_lab.training import ALGORITHMS
+    from odin_lab.training.checkpoints import provenance
+    from odin_lab.training.config import config_to_json
+    from odin_lab.training.run import evaluate
 
-    config = TrainConfig(opponents=list(args.train_opponents), seed=args.seed, engine="batched")
-    config.check()
-    game, players = config.game, config.game.players
+    config = args.config
+    players = config.game.players
+    label = args.algo.upper() + "".join(f", {item}" for item in args.set)
     parity = 1 / players
     report = {
         "benchmark": "learning_curve",
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "settings": {
+            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "config"
+        },  # the run's settings are the facts' train_config
         "facts": {
             "players": players, "parity": parity, "games_per_point": args.deals * players,
-            "engine": config.engine, "train_config": config_to_json(config),
+            "algo": args.algo, "label": label, "train_config": config_to_json(config),
         },
         "machine": {
             "platform": platform.platform(), "cpus": os.cpu_count(),
@@ -190,32 +223,31 @@ def main(argv: list[str] | None = None) -> None:
     }  # fmt: skip
     out: Path = args.out
     th.set_num_threads(config.torch_threads)
-    model = build_model(config, spaces_env(config), tensorboard=False)
-    pool_seed = spawn_seed(args.seed, POOL_STREAM, 0)
-    pool = OpponentPool(config.opponents, players, config.seat, pool_seed)
+    learner = ALGORITHMS[args.algo].learner(config)
     marks = [60.0 * m for m in args.minutes]
     clock = {"trained": 0.0, "since": 0.0}  # training seconds so far; when the clock last ran
     bar = tqdm(total=round(marks[-1]), unit="s", desc="training clock", disable=None, leave=False)
 
-    def point(model: Any, _rollout: Any) -> bool:
+    def point() -> bool:
         """After each update: advance the clock; at a time point, stop it and measure."""
         now = time.perf_counter()
         clock["trained"] += now - clock["since"]
         done = len(report["results"]) // len(args.opponents)
         bar.update(min(round(clock["trained"]), bar.total) - bar.n)
-        bar.set_postfix_str(f"{model.num_timesteps:,} decisions")
+        bar.set_postfix_str(f"{learner.steps:,} decisions")
         if clock["trained"] >= marks[done]:
             minutes = args.minutes[done]
             path = out / f"minutes-{minutes:g}.safetensors"
-            save_policy_only(model, path, config)
+            learner.write_player(path, provenance(config))
             for opponent in args.opponents:
                 result = evaluate(
-                    path, config, opponent, args.deals, args.eval_seed, workers=args.workers
-                )
+                    path, config, opponent, args.deals, args.eval_seed, workers=args.workers,
+                    kind=learner.kind,
+                )  # fmt: skip
                 row = {
                     "minutes": minutes, "train_seconds": round(clock["trained"], 2),
-                    "decisions": model.num_timesteps,
-                    "steps_per_s": round(model.num_timesteps / clock["trained"], 1),
+                    "decisions": learner.steps,
+                    "steps_per_s": round(learner.steps / clock["trained"], 1),
                     "opponent": opponent, **result, "model": path.name,
                 }  # fmt: skip
                 report["results"].append(row)
@@ -227,19 +259,19 @@ def main(argv: list[str] | None = None) -> None:
         return not report["complete"]
 
     print(
-        f"PPO from scratch, default settings (batched engine, {config.torch_threads} torch "
+        f"{label} from scratch (batched engine, {config.torch_threads} torch "
         f"thread), trained against {', '.join(config.opponents)}; {args.deals} deals x "
         f"{players} seats per evaluation; results in {out}/"
     )
     print(HEADER, flush=True)
     try:
         write_results(out, report)
+        learner.start()
         clock["since"] = time.perf_counter()
-        train_selfplay(
-            model, game, 10**15, batch=config.selfplay_batch,
-            rollout_decisions=config.n_steps * config.n_envs,
-            seed=spawn_seed(args.seed, ENV_STREAM, 0), callback=point, progress=False, pool=pool,
-        )  # fmt: skip
+        while True:
+            learner.train_step()
+            if not point():
+                break
     except KeyboardInterrupt:
         bar.close()
         points = len(report["results"]) // len(args.opponents)
@@ -249,6 +281,8 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
+    finally:
+        learner.close()
     bar.close()
     print(f"results: {out / 'learning_curve.json'} (and .csv, .png)")
 

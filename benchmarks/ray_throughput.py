@@ -15,6 +15,7 @@ actor start-up):
   returning it, minus an empty call); putting the weights in the object store.
 
     python benchmarks/ray_throughput.py [--actors 1 2] [--updates 3] [--opponent greedy]
+                                        [--json PATH]
 
 Timings on a shared machine are noisy: run it when nothing else is busy, and say when not.
 """
@@ -22,9 +23,13 @@ Timings on a shared machine are noisy: run it when nothing else is busy, and say
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch as th
 
@@ -38,19 +43,18 @@ def steps_per_s(config, updates: int, actors: int | None) -> tuple[float, float]
     from odin_lab.training.model import build_model
     from odin_lab.training.pool import OpponentPool
     from odin_lab.training.selfplay import train_selfplay
-    from odin_lab.training.subproc import spaces_env
 
-    size = config.n_steps * config.n_envs
+    size = config.algo_config.n_steps * config.algo_config.n_envs
     common = dict(batch=config.selfplay_batch, rollout_decisions=size, progress=False)
     if actors is None:
-        model = build_model(config, spaces_env(config), tensorboard=False)
+        model = build_model(config)
         pool = OpponentPool(config.opponents, config.game.players, seed=config.seed)
         common["pool"] = pool
         train_selfplay(model, config.game, size, seed=0, **common)
         stats = train_selfplay(model, config.game, size * (updates + 1), seed=1, **common)
         return stats.steps_per_s, stats.collect_seconds / stats.seconds
     config = replace(config, ray="local", actors=actors)
-    model = build_model(config, spaces_env(config), tensorboard=False)
+    model = build_model(config)
     collector = RayCollector(model, config, [(k, 100 + k) for k in range(actors)])
     try:
         train_selfplay(model, config.game, size, seed=0, collector=collector, **common)
@@ -73,14 +77,13 @@ def parts(config, repeats: int = 3) -> dict[str, float]:
     from odin_lab.training.collector import SelfPlayCollector
     from odin_lab.training.model import build_model
     from odin_lab.training.pool import OpponentPool
-    from odin_lab.training.subproc import spaces_env
     from odin_lab.training.update import train_on_rollout
 
-    model = build_model(config, spaces_env(config), tensorboard=False)
+    model = build_model(config)
     pool = OpponentPool(config.opponents, config.game.players, seed=config.seed)
     games = BatchedGames(config.game, config.selfplay_batch, seed=config.seed)
     collector = SelfPlayCollector(model, games, pool)
-    size = config.n_steps * config.n_envs
+    size = config.algo_config.n_steps * config.algo_config.n_envs
 
     def timed(call) -> tuple[float, float, object]:
         wall, cpu = time.perf_counter(), time.process_time()
@@ -135,29 +138,37 @@ def main() -> None:
     import ray
 
     from odin_lab.evaluation.distributed import connect
-    from odin_lab.training.config import TrainConfig
+    from odin_lab.training import make_config
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2], help="actor counts")
     parser.add_argument("--updates", type=int, default=3, help="timed updates per setting")
     parser.add_argument("--opponent", default="greedy", help="agent playing the 3 other seats")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
+    settings = []  # the figures, for --json
 
     with tempfile.TemporaryDirectory() as runs:
-        config = TrainConfig(runs_dir=runs, opponents=[args.opponent])
+        config = make_config(runs_dir=runs, opponents=[args.opponent])
+        ppo = config.algo_config
         th.set_num_threads(config.torch_threads)
         print(
-            f"settings: {config.n_steps * config.n_envs} decisions per update, "
-            f"{config.selfplay_batch} games per collector, minibatch {config.batch_size}, "
-            f"{config.n_epochs} epochs, opponents {args.opponent}; {os.cpu_count()} CPUs, "
+            f"settings: {ppo.n_steps * ppo.n_envs} decisions per update, "
+            f"{config.selfplay_batch} games per collector, minibatch {ppo.batch_size}, "
+            f"{ppo.n_epochs} epochs, opponents {args.opponent}; {os.cpu_count()} CPUs, "
             f"load average {os.getloadavg()[0]:.2f} at the start"
         )
         rate, share = steps_per_s(config, args.updates, None)
         print(f"one process     : {rate:7,.0f} learner steps/s ({share:.0%} collecting)")
+        settings.append(
+            {"setting": "one process", "learner_steps_per_s": rate, "collecting": share}
+        )
         connect("local", max(args.actors))
         for n in args.actors:
             rate, share = steps_per_s(config, args.updates, n)
             print(f"ray, {n:2d} actors  : {rate:7,.0f} learner steps/s ({share:.0%} collecting)")
+            settings.append({"setting": f"ray, {n} actors", "learner_steps_per_s": rate,
+                             "collecting": share})  # fmt: skip
         cost = parts(config)
         print(
             f"one update      : collecting {cost['decisions']} decisions "
@@ -171,6 +182,13 @@ def main() -> None:
             f"{cost['empty_call_s'] * 1e3:.1f} ms"
         )
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
+        if args.json:
+            command = " ".join(
+                ["python", "benchmarks/ray_throughput.py", *map(shlex.quote, sys.argv[1:])]
+            )
+            report = {"command": command, "settings": settings, "one_update": cost}
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(report, indent=2) + "\n")
         ray.shutdown()
 
 

@@ -20,12 +20,13 @@ import pytest
 from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT, PPOAgent, read_model
 from agents.registry import make
 from odin_env.rules import NUM_ACTIONS
-from odin_lab.training.config import TrainConfig, dumps
+from odin_lab.training.algorithms import make_config
+from odin_lab.training.config import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parent / "data" / "ppo_4p_reference.npz"
 TINY = [
-    "--engine", "subproc", "--n-envs", "1", "--n-steps", "32", "--batch-size", "32",
+    "--selfplay-batch", "8", "--n-envs", "1", "--n-steps", "32", "--batch-size", "32",
     "--n-epochs", "1", "--net-pi", "16", "--net-vf", "16", "--opponents", "random",
     "--total-steps", "32", "--eval-every", "0",
 ]  # fmt: skip
@@ -132,7 +133,7 @@ def test_train_resume_refuses_a_doctored_checkpoint(evil, tmp_path, name):
     path, marker = evil
     run_dir = tmp_path / "runs" / "r"
     run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(dumps(TrainConfig(runs_dir=str(tmp_path), name="r")))
+    (run_dir / "config.json").write_text(dumps(make_config(runs_dir=str(tmp_path), name="r")))
     (run_dir / name).write_bytes(path.read_bytes())
     done = run("train.py", "--resume", run_dir)
     one_line_exit_2(done, "cannot resume", "unpickle")
@@ -191,12 +192,11 @@ def test_the_bundled_model_is_a_lab_file_that_plays_as_the_old_zip_did():
 def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path):
     """``train.py --import-sb3-zip`` converts a genuine MaskablePPO .zip; the lab file plays
     what the live policy plays and records its architecture."""
-    from odin_lab.training import build_model
+    from odin_lab.training.model import build_model
     from odin_lab.training.policy import snapshot
-    from odin_lab.training.subproc import spaces_env
 
-    config = TrainConfig(prior="greedy", net_pi=[16], net_vf=[8], runs_dir=str(tmp_path))
-    model = build_model(config, spaces_env(config), tensorboard=False)
+    config = make_config(prior="greedy", net_pi=[16], net_vf=[8], runs_dir=str(tmp_path))
+    model = build_model(config)
     model.save(tmp_path / "sb3.zip")
     runs = tmp_path / "runs"
     done = run("train.py", "--runs-dir", runs, "--name", "imp", "--import-sb3-zip",

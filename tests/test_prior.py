@@ -14,12 +14,11 @@ from agents.registry import make
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
-from odin_lab.training.checkpoints import save_policy_only
+from odin_lab.training.algorithms import make_config
 from odin_lab.training.collector import SelfPlayCollector
-from odin_lab.training.config import TrainConfig
 from odin_lab.training.model import build_model
 from odin_lab.training.policy import LegalSetPolicy, prior_space, snapshot
-from odin_lab.training.subproc import spaces_env
+from odin_lab.training.ppo import write_policy
 
 PLANNER = make("planner")
 
@@ -112,8 +111,8 @@ def test_the_bonus_is_a_learned_logit_on_the_prior_action_in_every_code_path():
 
 
 def test_collection_stores_the_prior_action_beside_the_learner_observation():
-    config = TrainConfig(prior="planner", net_pi=[16], net_vf=[16], n_envs=1, n_steps=64)
-    model = build_model(config, spaces_env(config), tensorboard=False)
+    config = make_config(prior="planner", net_pi=[16], net_vf=[16], n_envs=1, n_steps=64)
+    model = build_model(config)
     assert model.observation_space.shape == (OBS_SIZE + 1,)
     collector = SelfPlayCollector(model, BatchedGames(Config(players=4), 8, 0))
     rollout = collector.collect(8 * 12)
@@ -124,12 +123,12 @@ def test_collection_stores_the_prior_action_beside_the_learner_observation():
 
 
 def test_a_saved_prior_model_loads_with_its_prior_and_plays_the_same(tmp_path):
-    config = TrainConfig(prior="planner", net_pi=[16], net_vf=[16])
-    model = build_model(config, spaces_env(config), tensorboard=False)
+    config = make_config(prior="planner", net_pi=[16], net_vf=[16])
+    model = build_model(config)
     with th.no_grad():
         model.policy.prior_weight.fill_(0.7)
         model.policy.action_net.weight.normal_(0, 0.3)
-    save_policy_only(model, tmp_path / "prior.safetensors")
+    write_policy(model, tmp_path / "prior.safetensors")
     agent = PPOAgent.load(tmp_path / "prior.safetensors")
     assert agent.prior == "planner" and agent.prior_weight == pytest.approx(0.7)
     obs, masks = positions(80, seed=9)
@@ -142,12 +141,7 @@ def test_a_saved_prior_model_loads_with_its_prior_and_plays_the_same(tmp_path):
 @pytest.mark.parametrize("prior", ["random", "ppo", "grandmaster"])
 def test_a_prior_must_be_a_heuristic(prior):
     with pytest.raises(ValueError, match="prior must be one of greedy, shaper, planner"):
-        TrainConfig(prior=prior).check()
-
-
-def test_a_prior_needs_the_batched_engine():
-    with pytest.raises(ValueError, match="prior needs engine 'batched'"):
-        TrainConfig(prior="planner", engine="subproc").check()
+        make_config(prior=prior).check()
 
 
 def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_path):
@@ -156,21 +150,21 @@ def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_pa
 
     paths = []
     for seed, weight in ((0, 1.0), (1, 3.0)):
-        config = TrainConfig(prior="planner", net_pi=[16], net_vf=[16], seed=seed)
-        model = build_model(config, spaces_env(config), tensorboard=False)
+        config = make_config(prior="planner", net_pi=[16], net_vf=[16], seed=seed)
+        model = build_model(config)
         with th.no_grad():
             model.policy.prior_weight.fill_(weight)
         paths.append(tmp_path / f"m{seed}.safetensors")
-        save_policy_only(model, paths[-1])
+        write_policy(model, paths[-1])
     out = average_models(paths, tmp_path / "soup.safetensors")
     states = [read_model(p)[1] for p in paths]
     _, soup = read_model(out)
     for key, value in soup.items():
         assert np.allclose(value, (states[0][key] + states[1][key]) / 2)
     assert PPOAgent.load(out).prior_weight == pytest.approx(2.0)
-    other = TrainConfig(net_pi=[16], net_vf=[16])
-    unlike = build_model(other, spaces_env(other), tensorboard=False)
-    save_policy_only(unlike, tmp_path / "x.safetensors")
+    other = make_config(net_pi=[16], net_vf=[16])
+    unlike = build_model(other)
+    write_policy(unlike, tmp_path / "x.safetensors")
     with pytest.raises(ValueError, match="different architectures or priors"):
         average_models([paths[0], tmp_path / "x.safetensors"], tmp_path / "bad.safetensors")
     # One input: its policy alone, exactly.

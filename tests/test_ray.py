@@ -23,7 +23,7 @@ import ray
 from odin_env.rules import Config
 from odin_lab.commands import evaluate, train
 from odin_lab.evaluation.tournament import TournamentInterrupted, play_tournament
-from odin_lab.training import TrainConfig
+from odin_lab.training import TrainConfig, make_config
 from odin_lab.training.collector import Rollout, gae
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +158,7 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
 
 
 def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
-    return TrainConfig(
+    return make_config(
         name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
         ray="local", actors=2, selfplay_batch=16, n_steps=64, n_envs=1, batch_size=64,
         n_epochs=1, total_steps=total, eval_every=0, snapshot_every=128,
@@ -227,10 +227,8 @@ def test_merged_rollouts_keep_each_actors_advantages():
 def test_actors_without_ray_and_the_bare_ray_flag():
     with pytest.raises(ValueError, match="actors run on Ray"):
         TrainConfig(actors=2).check()
-    with pytest.raises(ValueError, match="ray needs engine 'batched'"):
-        TrainConfig(ray="local", engine="subproc").check()
-    assert train.parser().parse_args(["--ray"]).ray == "local"
-    assert train.parser().parse_args(["--ray", "10.0.0.1:6379"]).ray == "10.0.0.1:6379"
+    assert train.parse(["--ray"]).ray == "local"
+    assert train.parse(["--ray", "10.0.0.1:6379"]).ray == "10.0.0.1:6379"
 
 
 EVALUATE = ["evaluate.py", "tournament", "--agents", "random", "random", "--games", "4"]

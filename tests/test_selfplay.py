@@ -8,13 +8,11 @@ from collections import defaultdict
 import numpy as np
 import pytest
 import torch as th
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
-from odin_env.single_agent import SingleAgentEnv
+from odin_lab.training.algorithms import make_config
 from odin_lab.training.collector import FinishedEpisode, SelfPlayCollector, gae
-from odin_lab.training.config import TrainConfig
 from odin_lab.training.model import build_model
 from odin_lab.training.pool import LEARNER, OpponentPool
 from odin_lab.training.selfplay import episode_summary, train_selfplay
@@ -26,7 +24,7 @@ GAMMA, LAMBDA = 0.9, 0.8
 def tiny_model(players: int = 4, seed: int = 0):
     """The real training's model (``build_model``), with small layers and minibatches."""
     th.set_num_threads(1)
-    config = TrainConfig(
+    config = make_config(
         game=Config(players=players),
         n_envs=1,
         n_steps=64,
@@ -38,8 +36,7 @@ def tiny_model(players: int = 4, seed: int = 0):
         gae_lambda=LAMBDA,
         seed=seed,
     )
-    env = DummyVecEnv([lambda: SingleAgentEnv(players=players)])
-    return build_model(config, env, tensorboard=False)
+    return build_model(config)
 
 
 def collect(config: Config, batch: int, steps: int, rollouts: int = 1, seed: int = 0, pool=None):

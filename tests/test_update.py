@@ -16,11 +16,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.single_agent import SingleAgentEnv
+from odin_lab.training.algorithms import make_config
 from odin_lab.training.collector import SelfPlayCollector
-from odin_lab.training.config import TrainConfig
 from odin_lab.training.model import build_model
 from odin_lab.training.policy import LegalSetPolicy
-from odin_lab.training.subproc import spaces_env
 from odin_lab.training.update import ppo_update, sb3_update, train_on_rollout
 
 FIGURES = (
@@ -31,11 +30,11 @@ FIGURES = (
 
 def lab_model(prior: str | None = None, seed: int = 0):
     th.set_num_threads(1)
-    config = TrainConfig(
+    config = make_config(
         n_envs=1, n_steps=64, batch_size=96, n_epochs=3, net_pi=[32], net_vf=[24],
         prior=prior, seed=seed,
     )  # fmt: skip
-    return build_model(config, spaces_env(config), tensorboard=False)
+    return build_model(config)
 
 
 def rollout_of(model, games: int = 12, steps: int = 30, seed: int = 0):

@@ -9,6 +9,7 @@
     python evaluate.py showcase --out results/showcase      # what `make run` runs
     python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
     python evaluate.py watch --agents ppo planner greedy random --seed 0 [--out FILE]
+    python evaluate.py exploit --target planner --minutes 10 [--algo ppo] [--players 4]
 
 Agents are specs of ``agents.make``: random, a heuristic name, ppo, ppo:PATH (a model file,
 data), search[:N|:Nms], or your own agent as module:Name or path/to/file.py:Name (that runs
@@ -146,7 +147,78 @@ def parser() -> argparse.ArgumentParser:
     _parallel_flags(w, workers=2)
     w.add_argument("--no-progress", action="store_true")
     _show_parsers(sub)
+    _exploit_parser(sub)
     return root
+
+
+def _exploit_parser(sub: argparse._SubParsersAction) -> None:
+    """``exploit``: a best-response probe (``odin_lab.training.exploit``)."""
+    x = sub.add_parser(
+        "exploit", epilog=SPECS,
+        help="train a fresh learner against copies of a frozen agent: how far above the fair "
+        "share can it get? (a lower bound on the agent's exploitability; needs the train extra)",
+    )  # fmt: skip
+    x.add_argument("--target", required=True, help="the agent spec probed (every other seat)")
+    x.add_argument("--players", type=int, default=4, help="seats (2-6; default 4)")
+    x.add_argument("--algo", default="ppo", help="the learner's algorithm (train.py --algo)")
+    x.add_argument(
+        "--set", nargs="+", default=[], metavar="NAME=VALUE",
+        help="the algorithm's settings, as train.py's flags name them (e.g. critic=full)",
+    )  # fmt: skip
+    budget = x.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--minutes", type=float, help="training budget, wall-clock minutes")
+    budget.add_argument("--steps", type=int, help="training budget, learner decisions")
+    x.add_argument("--points", type=int, default=5, help="measurements over the budget")
+    x.add_argument("--deals", type=int, default=200, help="deals per point, from every seat")
+    x.add_argument("--seed", type=int, default=0, help="seed of the training run")
+    x.add_argument("--eval-seed", type=int, help="seed of the evaluation deals (default: fixed)")
+    x.add_argument("--workers", type=int, default=1, help="evaluation processes")
+    x.add_argument("--out", type=Path, default=Path("results/exploit"))
+    x.add_argument("--no-progress", action="store_true")
+
+
+def exploit(args: argparse.Namespace, prog: str) -> int:
+    """``exploit``: the probe; exit code 0, 2 with one line, or 130 (points kept)."""
+    try:
+        from odin_lab.training.algorithms import parse_settings
+        from odin_lab.training.exploit import EVAL_SEED, ProbeSettings, probe
+    except ImportError as e:
+        return cli.fail(prog, f"the probe trains: install the train extra ({e})")
+    try:
+        check_agent(args.target)
+        if args.out.exists() and not args.out.is_dir():
+            raise ValueError(f"--out {args.out} is a file: name a folder (new or existing)")
+        if args.algo not in _algorithms():
+            raise ValueError(f"--algo must be one of {', '.join(_algorithms())}; got {args.algo!r}")
+        settings = ProbeSettings(
+            args.target, Config(players=args.players), args.algo, args.minutes, args.steps,
+            args.points, args.deals, args.seed,
+            EVAL_SEED if args.eval_seed is None else args.eval_seed, args.workers,
+            parse_settings(args.algo, args.set),
+        )  # fmt: skip
+        settings.check()
+    except ValueError as e:
+        return cli.fail(prog, e)
+    try:
+        report = probe(settings, args.out, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted: the points measured are in {args.out}/", file=sys.stderr)
+        return 130
+    last = report["points"][-1]
+    print(
+        f"best response after {last['steps']:,} decisions: {last['win_rate']:.1%} "
+        f"[{last['ci_low']:.1%}, {last['ci_high']:.1%}] against {report['players'] - 1} x "
+        f"{report['target']} (fair share {report['parity']:.0%}): {args.target} can be "
+        f"exploited by at least {max(0.0, last['ci_low'] - report['parity']):.1%} "
+        f"(the interval's low end above the fair share)\nwritten under {args.out}/"
+    )
+    return 0
+
+
+def _algorithms() -> list[str]:
+    from odin_lab.training import ALGORITHMS
+
+    return list(ALGORITHMS)
 
 
 def _show_parsers(sub: argparse._SubParsersAction) -> None:
@@ -322,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("replay", "watch"):
         args.game = getattr(args, "game", 0)
         return show(args, prog)
+    if args.command == "exploit":
+        return exploit(args, prog)
     try:
         config = validate(args)
     except ValueError as e:

@@ -1,6 +1,7 @@
-"""Train a PPO agent for Odin (the logic lives in the ``odin_lab.training`` package).
+"""Train an agent for Odin with one of the lab's algorithms (``odin_lab.training``).
 
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
+    python train.py --algo ppo --help          # the flags of one algorithm
     python train.py --name pool1 --init runs/greedy1/best.safetensors --opponents greedy self
     python train.py --resume runs/pool1 [--total-steps 6000000]
     python train.py --name soup --average runs/a/best.safetensors runs/b/best.safetensors
@@ -9,8 +10,9 @@
     python train.py --name big --ray HOST:6379 --actors 15   # rollouts on a Ray cluster
     tensorboard --logdir runs
 
-Every flag is a field of ``odin_env.rules.Config`` (the game) or ``odin_lab.training.TrainConfig``
-(the run), with the same name. The trained model plays as ``ppo:runs/NAME/best.safetensors`` in
+Every flag is a field of ``odin_env.rules.Config`` (the game), ``odin_lab.training.TrainConfig``
+(the run) or the algorithm's settings (``--algo``, default ppo), with the same name. The trained
+model plays as ``ppo:runs/NAME/best.safetensors`` (``KIND:PATH``, the algorithm's kind) in
 ``evaluate.py``. Model files and checkpoints are safetensors + JSON (docs/model-format.md):
 reading them never unpickles. Ctrl-C (or SIGTERM) saves a checkpoint first.
 Exit codes: 0 done, 2 a bad setting or an unusable run/checkpoint, 130 interrupted.
@@ -22,23 +24,46 @@ import argparse
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
 from odin_env.rules import Config
 from odin_lab import cli
-from odin_lab.training import TrainConfig, TrainingError, average_models, read_config, train
-from odin_lab.training.config import check_run_name
+from odin_lab.training import (
+    ALGORITHMS,
+    TrainConfig,
+    TrainingError,
+    average_models,
+    make_config,
+    read_config,
+    train,
+)
+from odin_lab.training.config import check_run_name, run_fields
 
 PROG = cli.program("train.py")
+DEFAULT_ALGO = "ppo"
 
 
-def parser() -> cli.Parser:
-    """The command line: one flag per game and run setting, plus ``--average`` and ``--resume``."""
+def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
+    """The command line: one flag per game, run and ``algo`` setting, plus ``--average`` and
+    ``--resume``."""
     p = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--algo",
+        default=DEFAULT_ALGO,
+        metavar="NAME",
+        help="the learning algorithm: "
+        + "; ".join(f"{a.name}: {a.summary}" for a in ALGORITHMS.values())
+        + f" (default: {DEFAULT_ALGO}; --algo NAME --help shows its flags)",
+    )
     game = p.add_argument_group("game (odin_env.rules.Config)")
     cli.add_fields(game, Config, skip=["seed"])
-    run = p.add_argument_group("run (training.TrainConfig)")
-    cli.add_fields(run, TrainConfig, skip=["game"], consts={"ray": "local"})
+    run = p.add_argument_group("run (odin_lab.training.TrainConfig)")
+    cli.add_fields(run, TrainConfig, skip=["game", "algo", "algo_config"], consts={"ray": "local"})
+    section = ALGORITHMS[algo].settings
+    cli.add_fields(
+        p.add_argument_group(f"{algo} ({section.__module__}.{section.__name__})"), section
+    )
     p.add_argument(
         "--average",
         nargs="+",
@@ -60,31 +85,58 @@ def parser() -> cli.Parser:
         "--resume",
         type=Path,
         metavar="RUN_DIR",
-        help="continue runs/NAME from its checkpoint (only --total-steps and --ray may change)",
+        help="continue runs/NAME from its checkpoint (only --total-steps, --ray and --device may "
+        "change)",
     )
     return p
 
 
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, parsed with the flags of the algorithm ``--algo`` names; one line and exit
+    2 for an unknown algorithm or another algorithm's flag."""
+    first = cli.Parser(prog=PROG, add_help=False)
+    first.add_argument("--algo", default=DEFAULT_ALGO)
+    known, _ = first.parse_known_args(argv)
+    if known.algo not in ALGORITHMS:
+        first.error(f"--algo must be one of {', '.join(ALGORITHMS)}; got {known.algo!r}")
+    p = parser(known.algo)
+    args, rest = p.parse_known_args(argv)
+    for word in rest:
+        name = word.split("=", 1)[0]
+        for other in ALGORITHMS.values():
+            if other.name != known.algo and name in map(cli.flag, _section_fields(other.name)):
+                p.error(f"{name} is a setting of --algo {other.name}, not of {known.algo}")
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 GAME_FIELDS = [name for name in Config.__dataclass_fields__ if name != "seed"]
-RUN_FIELDS = [name for name in TrainConfig.__dataclass_fields__ if name != "game"]
+
+
+def _section_fields(algo: str) -> list[str]:
+    return [f.name for f in fields(ALGORITHMS[algo].settings)]
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     """The run's config and whether it resumes; ``TrainingError``/``ValueError`` if invalid."""
-    game, run = cli.given(args, GAME_FIELDS), cli.given(args, RUN_FIELDS)
+    game = cli.given(args, GAME_FIELDS)
+    run = cli.given(args, [n for n in run_fields() if n != "algo"])
+    section = cli.given(args, _section_fields(args.algo))
     if args.resume is None:
-        config = TrainConfig(game=Config(**game), **run)
+        config = make_config(args.algo, Config(**game), **run, **section)
         config.check()
         return config, False
     config = read_config(args.resume)
-    extra = sorted(k for k in {**game, **run} if k not in ("total_steps", "ray"))
+    changeable = ("total_steps", "ray", "device")
+    extra = sorted(k for k in {**game, **run, **section} if k not in changeable)
     if extra:
         raise TrainingError(
-            "--resume keeps the run's settings; only --total-steps and --ray (the cluster) may "
-            f"change, got {extra}"
+            "--resume keeps the run's settings; only --total-steps, --ray (the cluster) and "
+            f"--device may change, got {extra}"
         )
-    config.total_steps = run.get("total_steps", config.total_steps)
-    config.ray = run.get("ray", config.ray)
+    for name in changeable:
+        setattr(config, name, run.get(name, getattr(config, name)))
     config.runs_dir, config.name = str(args.resume.parent), args.resume.name
     return config, True
 
@@ -129,7 +181,7 @@ def import_sb3_zip(args: argparse.Namespace) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
-    args = parser().parse_args(argv)
+    args = parse(argv)
     cli.restore_interrupts()  # Ctrl-C or `kill` saves a checkpoint before exiting
     try:
         if args.average:

@@ -1,25 +1,36 @@
-"""PPO training for Odin agents. Imports :mod:`agents`, :mod:`odin_lab.evaluation` (in-training
-evaluations) and :mod:`odin_env`; nothing imports it but the CLIs, benchmarks and notebooks.
+"""Training for Odin agents: run services written once, and algorithms behind one learner
+interface. Imports :mod:`agents`, :mod:`odin_lab.evaluation` (in-training evaluations) and
+:mod:`odin_env`; nothing imports it but the CLIs, benchmarks and notebooks.
+
+The run services (every algorithm):
 
 - :mod:`odin_lab.training.config`: the run's settings (:class:`TrainConfig`), declared once;
-- :mod:`odin_lab.training.policy`: the policy trained (legal-set masked actor-critic, residual
-  priors);
-- :mod:`odin_lab.training.model`: the MaskablePPO model of a run;
-- :mod:`odin_lab.training.pool`: the opponents drawn per episode;
-- :mod:`odin_lab.training.subproc` and :mod:`odin_lab.training.collector`: the two ways of
-  collecting experience;
-- :mod:`odin_lab.training.update`: one PPO update on a batched rollout;
-- :mod:`odin_lab.training.selfplay`: the batched loop;
-- :mod:`odin_lab.training.actors`: batched rollouts on Ray actors (``ray``, ``actors``);
-- :mod:`odin_lab.training.imitation`: the imitation warm start;
+- :mod:`odin_lab.training.learner`: the :class:`~odin_lab.training.learner.Learner` interface;
+- :mod:`odin_lab.training.run`: a whole run (the run folder, checkpoints, resume, evaluations,
+  best, soup, TensorBoard, progress);
 - :mod:`odin_lab.training.checkpoints`: the run's files;
+- :mod:`odin_lab.training.pool`: the opponents drawn per episode;
 - :mod:`odin_lab.training.progress`: the progress display and episode figures;
-- :mod:`odin_lab.training.run`: a whole run (``train``), what ``train.py`` calls.
+- :mod:`odin_lab.training.algorithms`: the algorithms by name, and :func:`train`.
+
+The algorithms and what they are made of:
+
+- :mod:`odin_lab.training.ppo`: PPO (:mod:`~odin_lab.training.model`,
+  :mod:`~odin_lab.training.policy`, :mod:`~odin_lab.training.collector`,
+  :mod:`~odin_lab.training.update`, :mod:`~odin_lab.training.selfplay`,
+  :mod:`~odin_lab.training.actors` for Ray, :mod:`~odin_lab.training.imitation`).
 """
 
-from odin_lab.training.checkpoints import average_models, read_config
+from odin_lab.training.algorithms import ALGORITHMS, make_config, read_config, train
+from odin_lab.training.checkpoints import average_models
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.model import build_model
-from odin_lab.training.run import train
 
-__all__ = ["TrainConfig", "TrainingError", "average_models", "build_model", "read_config", "train"]
+__all__ = [
+    "ALGORITHMS",
+    "TrainConfig",
+    "TrainingError",
+    "average_models",
+    "make_config",
+    "read_config",
+    "train",
+]

@@ -34,7 +34,6 @@ from odin_lab.training.collector import Rollout, SelfPlayCollector
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.model import build_model
 from odin_lab.training.pool import LEARNER, OpponentPool
-from odin_lab.training.subproc import spaces_env
 
 
 class RolloutActor:
@@ -45,7 +44,7 @@ class RolloutActor:
     def __init__(self, config: TrainConfig, games_seed: int, pool_seed: int):
         th.set_num_threads(config.torch_threads)
         # The actor's copy of the policy only acts; its weights come from the learner.
-        model = build_model(replace(config, init=None), spaces_env(config), tensorboard=False)
+        model = build_model(replace(config, init=None))
         th.manual_seed(spawn_seed(games_seed, 1))
         pool = None
         if config.opponents != [LEARNER]:

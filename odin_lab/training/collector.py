@@ -50,6 +50,7 @@ import torch as th
 from agents.ppo import prior_actions
 from agents.registry import make_batch_agent
 from odin_env.batched import BatchedGames
+from odin_env.full_state import HIDDEN_SIZE, hidden
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 from odin_lab.training.pool import LEARNER, OpponentPool
@@ -200,7 +201,8 @@ class SelfPlayCollector:
     def __init__(self, model: Any, games: BatchedGames, pool: OpponentPool | None = None):
         space = model.observation_space
         prior = getattr(model.policy, "prior", None)
-        width = OBS_SIZE + (prior is not None)
+        self._full = getattr(model.policy, "critic", "observation") == "full"
+        width = OBS_SIZE + (prior is not None) + (HIDDEN_SIZE if self._full else 0)
         if getattr(space, "shape", None) != (width,) or model.action_space.n != NUM_ACTIONS:
             raise ValueError(
                 f"the model must read ({width},) observations and score {NUM_ACTIONS} actions; "
@@ -310,6 +312,9 @@ class SelfPlayCollector:
                 if self._prior is not None:
                     chosen = prior_actions(self._prior, obs, mask)
                     obs = np.concatenate([obs, chosen[:, None].astype(np.float32)], axis=1)
+                if self._full:
+                    # The critic's input only: the actor's extractor drops these columns.
+                    obs = np.concatenate([obs, hidden(games, mine)], axis=1)
                 store["obs"][rows] = obs
                 store["masks"][rows] = mask
                 store["game"][rows] = mine

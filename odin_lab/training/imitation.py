@@ -81,15 +81,11 @@ def _credit(paid: list[list[float]], rewards: list[float] | None) -> None:
 
 
 def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
-    """Fit ``model``'s policy to ``config.imitate``'s choices (cross-entropy over the legal
-    actions) and its value to the returns seen (MSE); return the final losses."""
+    """Fit ``model``'s policy to the choices of ``config.algo_config.imitate`` (cross-entropy over
+    the legal actions) and its value to the returns seen (MSE); return the final losses."""
+    ppo = config.algo_config
     data = collect_demonstrations(
-        config.imitate,
-        config.game,
-        config.imitate_games,
-        config.seed,
-        config.gamma,
-        config.prior,
+        ppo.imitate, config.game, ppo.imitate_games, config.seed, ppo.gamma, ppo.prior
     )
     policy = model.policy
     size = len(data["actions"])
@@ -98,22 +94,20 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     actions = th.as_tensor(data["actions"])
     returns = th.as_tensor(data["returns"])
     losses = {"imitation/cross_entropy": 0.0, "imitation/value_mse": 0.0, "imitation/samples": size}
-    batches = range(0, size, config.batch_size)
-    bar = tqdm(
-        total=config.imitate_epochs * len(batches), desc="fit", unit="batch", mininterval=2.0
-    )
-    for _ in range(config.imitate_epochs):
+    batches = range(0, size, ppo.batch_size)
+    bar = tqdm(total=ppo.imitate_epochs * len(batches), desc="fit", unit="batch", mininterval=2.0)
+    for _ in range(ppo.imitate_epochs):
         order = rng.permutation(size)
         for lo in batches:
             bar.update()
-            idx = order[lo : lo + config.batch_size]
+            idx = order[lo : lo + ppo.batch_size]
             masks = np.unpackbits(data["masks"][idx], axis=1, count=NUM_ACTIONS)
             values, log_prob, _ = policy.evaluate_actions(
                 obs[idx], actions[idx], action_masks=th.as_tensor(masks)
             )
             cross_entropy = -log_prob.mean()
             value_mse = th.nn.functional.mse_loss(values.flatten(), returns[idx])
-            loss = cross_entropy + config.vf_coef * value_mse
+            loss = cross_entropy + ppo.vf_coef * value_mse
             policy.optimizer.zero_grad()
             loss.backward()
             th.nn.utils.clip_grad_norm_(policy.parameters(), model.max_grad_norm)

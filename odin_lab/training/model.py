@@ -1,42 +1,74 @@
-"""The model a run trains: sb3-contrib's MaskablePPO with the legal-set policy and the run's
-settings, optionally starting from the weights of a lab model file (``init``)."""
+"""PPO's model: sb3-contrib's MaskablePPO with the legal-set policy and the run's settings,
+optionally starting from the weights of a lab model file (``init``). The model is trained on
+the batched engine (:mod:`odin_lab.training.ppo`); SB3 only holds the policy, its optimizer and
+the update's settings, so its env is a spaces-only one that is never stepped."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import torch as th
-from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from agents.ppo import read_model
+from odin_env.single_agent import SingleAgentEnv
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.policy import LegalSetPolicy
+from odin_lab.training.policy import LegalSetPolicy, observation_space
 
 
-def build_model(config: TrainConfig, env: VecEnv, tensorboard: bool = True) -> Any:
+def spaces_env(config: TrainConfig) -> DummyVecEnv:
+    """One in-process ``SingleAgentEnv`` of the run's game: it gives the model its observation
+    and action spaces; it is never stepped."""
+
+    ppo = config.algo_config
+
+    def make() -> gym.Env:
+        env = SingleAgentEnv(config.game)
+        if ppo.prior is not None or ppo.critic != "observation":
+            # The policy also reads the prior's action or the hidden state: only the space
+            # changes (the env is never stepped).
+            space = observation_space(ppo.prior, ppo.critic)
+            env = gym.wrappers.TransformObservation(env, lambda o: o, space)
+        return env
+
+    return DummyVecEnv([make])
+
+
+def device_of(config: TrainConfig) -> str:
+    """The torch device of ``config.device`` (``auto``: cuda when available)."""
+    if config.device == "auto":
+        return "cuda" if th.cuda.is_available() else "cpu"
+    if config.device == "cuda" and not th.cuda.is_available():
+        raise TrainingError("device cuda: torch sees no CUDA device here; use --device cpu")
+    return config.device
+
+
+def build_model(config: TrainConfig) -> Any:
     """A new MaskablePPO with the run's settings (and ``init`` weights when given)."""
     from sb3_contrib import MaskablePPO
 
+    ppo = config.algo_config
     model = MaskablePPO(
         LegalSetPolicy,
-        env,
-        learning_rate=config.learning_rate,
-        n_steps=config.n_steps,
-        batch_size=config.batch_size,
-        n_epochs=config.n_epochs,
-        gamma=config.gamma,
-        gae_lambda=config.gae_lambda,
-        clip_range=config.clip_range,
-        ent_coef=config.ent_coef,
-        vf_coef=config.vf_coef,
+        spaces_env(config),
+        learning_rate=ppo.learning_rate,
+        n_steps=ppo.n_steps,
+        batch_size=ppo.batch_size,
+        n_epochs=ppo.n_epochs,
+        gamma=ppo.gamma,
+        gae_lambda=ppo.gae_lambda,
+        clip_range=ppo.clip_range,
+        ent_coef=ppo.ent_coef,
+        vf_coef=ppo.vf_coef,
         policy_kwargs={
-            "net_arch": {"pi": list(config.net_pi), "vf": list(config.net_vf)},
+            "net_arch": {"pi": list(ppo.net_pi), "vf": list(ppo.net_vf)},
             "activation_fn": th.nn.ReLU,
-            **({"prior": config.prior} if config.prior else {}),
+            **({"prior": ppo.prior} if ppo.prior else {}),
+            **({"critic": ppo.critic} if ppo.critic != "observation" else {}),
         },
         seed=config.seed,
-        device="cpu",
+        device=device_of(config),
         verbose=0,
     )
     if config.init:
@@ -45,9 +77,7 @@ def build_model(config: TrainConfig, env: VecEnv, tensorboard: bool = True) -> A
             model.policy.load_state_dict({k: th.from_numpy(v.copy()) for k, v in state.items()})
         except (FileNotFoundError, ValueError, RuntimeError) as error:
             raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
-    if tensorboard:
-        model.set_logger(configure(str(config.run_dir / "tb"), ["tensorboard"]))
     return model
 
 
-__all__ = ["build_model"]
+__all__ = ["build_model", "device_of", "spaces_env"]

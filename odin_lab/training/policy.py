@@ -19,6 +19,11 @@ agent picks there (:data:`agents.ppo.PRIOR_AT`), and a learned ``prior_weight`` 
 action's logit (residual policy learning, Silver et al. 2018, on logits): a fresh policy plays
 as its heuristic and PPO learns where to depart from it.
 
+A critic that reads the full state (``critic="full"``; PerfectDou, Yang et al. 2022): the
+observation ends with :data:`odin_env.batched.HIDDEN_SIZE` more columns, the other seats' hands
+and the cards set aside (:meth:`odin_env.batched.BatchedGames.hidden`), which only the value
+network reads; the actor reads the game observation alone, so the played model never sees them.
+
 :func:`snapshot` freezes a live policy into the numpy player :class:`agents.ppo.NumpyPolicy`.
 """
 
@@ -41,13 +46,36 @@ from agents.ppo import (
     NumpyPolicy,
     check_prior,
 )
+from odin_env.full_state import HIDDEN_SIZE
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
+
+CRITICS = ("observation", "full")
+"""What the value network reads: the learner's observation, or also the hidden full state."""
 
 
 def prior_space() -> spaces.Box:
     """Observation space of a policy with a prior: the game observation, then the prior's action."""
     return spaces.Box(0.0, np.inf, (OBS_SIZE + 1,), np.float32)
+
+
+def observation_space(prior: str | None, critic: str) -> spaces.Box:
+    """The policy's input: the game observation, the prior's action (with a prior), the hidden
+    state (with the full critic)."""
+    width = OBS_SIZE + (prior is not None) + (HIDDEN_SIZE if critic == "full" else 0)
+    return spaces.Box(0.0, np.inf, (width,), np.float32)
+
+
+class FullState(BaseFeaturesExtractor):
+    """The critic's input with ``critic="full"``: the game observation and the hidden state (the
+    prior's action column, if any, is left out)."""
+
+    def __init__(self, observation_space: spaces.Box):
+        super().__init__(observation_space, OBS_SIZE + HIDDEN_SIZE)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        hidden = observations[:, -HIDDEN_SIZE:]
+        return th.cat([observations[:, :OBS_SIZE], hidden], dim=1)
 
 
 class GameObservation(BaseFeaturesExtractor):
@@ -96,14 +124,37 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
     MaskablePPO trains with) and ``get_distribution`` (``predict``) all use the same logits."""
 
     def __init__(
-        self, *args: Any, action_features: bool = True, prior: str | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        action_features: bool = True,
+        prior: str | None = None,
+        critic: str = "observation",
+        **kwargs: Any,
     ):
         check_prior(prior)
+        if critic not in CRITICS:
+            raise ValueError(f"critic must be one of {', '.join(CRITICS)}; got {critic!r}")
         self.action_features = action_features
         self.prior = prior
-        if prior is not None:
+        self.critic = critic
+        if prior is not None or critic == "full":
             kwargs.setdefault("features_extractor_class", GameObservation)
+        if critic == "full":
+            kwargs["share_features_extractor"] = False
         super().__init__(*args, **kwargs)
+        if critic == "full":
+            # No parameters in either extractor: swapping the critic's changes no optimizer.
+            self.vf_features_extractor = FullState(self.observation_space)
+
+    def _build_mlp_extractor(self) -> None:
+        super()._build_mlp_extractor()
+        if self.critic == "full":
+            net = self.mlp_extractor.value_net
+            if not len(net):
+                raise ValueError("critic 'full' needs at least one hidden layer in net_vf")
+            first = net[0]
+            # The critic's first layer reads the hidden state beside the game observation.
+            net[0] = th.nn.Linear(first.in_features + HIDDEN_SIZE, first.out_features)
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
@@ -127,6 +178,7 @@ class LegalSetPolicy(MaskableActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data["action_features"] = self.action_features
         data["prior"] = self.prior
+        data["critic"] = self.critic
         return data
 
     def _prior_of(self, obs: th.Tensor) -> th.Tensor:
@@ -240,4 +292,7 @@ def snapshot(policy: MaskableActorCriticPolicy, **kwargs: Any) -> NumpyPolicy:
     return NumpyPolicy.from_state_dict(policy.state_dict(), activation, **kwargs)
 
 
-__all__ = ["GameObservation", "LegalSetPolicy", "LegalPairs", "prior_space", "snapshot"]
+__all__ = [
+    "CRITICS", "FullState", "GameObservation", "LegalSetPolicy", "LegalPairs", "observation_space",
+    "prior_space", "snapshot",
+]  # fmt: skip

@@ -6,7 +6,7 @@ draw (:meth:`OpponentPool.draw_kind`):
 - per episode, one kind from the pool: an agent spec of :func:`agents.make` (it plays every
   other seat), ``self`` (frozen snapshots of the learner, one drawn per opponent seat; while none
   exists the pool's other kinds stand in, or ``random`` when it has none) or ``learner`` (the
-  learner holds every seat of that game: shared-parameter self-play, batched engine only);
+  learner holds every seat of that game: shared-parameter self-play on the batched engine);
 - as the :class:`odin_env.single_agent.OpponentDraw` of a ``SingleAgentEnv`` (``pool(rng,
   seat)``, single agents), or through :meth:`OpponentPool.draw` for the batched collector
   (batched forms where they exist, the learner's seat drawn here).
@@ -29,7 +29,7 @@ LEARNER = "learner"
 KINDS_HELP = "agent specs, 'self' (snapshots of the learner) or 'learner' (every seat)"
 
 
-def check_kinds(kinds: Sequence[str], batched: bool) -> list[str]:
+def check_kinds(kinds: Sequence[str]) -> list[str]:
     """The pool's kinds as a list; ``ValueError`` naming a bad one."""
     if isinstance(kinds, str):
         kinds = [kinds]
@@ -37,11 +37,6 @@ def check_kinds(kinds: Sequence[str], batched: bool) -> list[str]:
     if not kinds:
         raise ValueError(f"opponents must name at least one kind: {KINDS_HELP}")
     for kind in kinds:
-        if kind == LEARNER and not batched:
-            raise ValueError(
-                f"opponent {LEARNER!r} (the learner in every seat) needs engine batched; "
-                "got engine subproc"
-            )
         if kind not in (SELF, LEARNER):
             check_spec(kind)
     return kinds
@@ -62,7 +57,7 @@ class OpponentPool:
         seed: int | None = None,
         batched: bool = True,
     ):
-        self.kinds = check_kinds(kinds, batched)
+        self.kinds = check_kinds(kinds)
         if seat is not None and not 0 <= seat < players:
             raise ValueError(
                 f"seat must be None (drawn per episode) or 0-{players - 1}; got {seat}"

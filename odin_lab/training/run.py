@@ -1,15 +1,10 @@
-"""A training run from start to end: build (or resume) the model, optionally warm-start it by
-imitation, train with PPO on the chosen engine, and keep the run's files up to date.
+"""The run services, written once for every algorithm: a training run from start to end around a
+:class:`odin_lab.training.learner.Learner`, keeping the run's files up to date.
 
-Two engines collect the experience (``TrainConfig.engine``):
-
-- ``batched`` (default): :func:`odin_lab.training.selfplay.train_selfplay` on ``selfplay_batch``
-  games of :class:`odin_env.batched.BatchedGames` in this process, all games in lockstep; the
-  learner holds one seat per game against an :class:`odin_lab.training.pool.OpponentPool`, or every
-  seat (``learner``). Each update trains on at least ``n_steps x n_envs`` learner decisions. With
-  ``ray``, ``actors`` Ray actors collect them instead, each on its own games
-  (:mod:`odin_lab.training.actors`); the learner stays here.
-- ``subproc``: ``n_envs`` subprocesses of ``SingleAgentEnv`` (:mod:`odin_lab.training.subproc`).
+:func:`run` builds the learner (or resumes it from its checkpoint), lets it warm-start, calls
+its ``train_step`` until ``total_steps``, and between steps takes the snapshots, evaluations and
+checkpoints that fall due. It imports no algorithm: the registry
+(:mod:`odin_lab.training.algorithms`) hands it the learner class.
 
 One run lives in ``runs/NAME/``:
 
@@ -17,38 +12,33 @@ One run lives in ``runs/NAME/``:
 ``config.json``             the exact :class:`TrainConfig` (and library versions)
 ``checkpoint.safetensors``  the last checkpoint (:mod:`odin_lab.training.checkpoints`), written
                             every ``checkpoint_every`` steps, at the end and on Ctrl-C, atomically
-``best.safetensors``        the policy with the best evaluation score so far
+``best.safetensors``        the player with the best evaluation score so far
 ``best.json``               its score and step (written after it)
-``imitation.safetensors``   with ``imitate``: the policy after the warm start, before any PPO
-``kept/``                   with ``soup``: the policies of the last ``soup`` checkpoints
+``kept/``                   with ``soup``: the players of the last ``soup`` checkpoints
 ``soup.safetensors``        with ``soup``: their parameter average, written at the run's end
 ``evaluations.jsonl``       one line per evaluation: step, win rate and 95% interval per
                             opponent (rewritten atomically; a resume rolls it back to the
                             checkpoint's step, so the run's files describe one history)
 ``tb/``                     TensorBoard: ``opponents/<kind>/win_rate`` and ``mean_penalty``,
-                            ``charts/episode_length``, ``charts/steps_per_s``, ``eval/<agent>/...``,
-                            and SB3's ``train/`` (entropy, losses, KL, clip fraction)
+                            ``charts/episode_length``, ``charts/steps_per_s``,
+                            ``eval/<agent>/...`` and the algorithm's own (``train/...``)
 ==========================  ==================================================================
 
+and what the algorithm's warm start writes (PPO: ``imitation.safetensors``).
+
 Seeds: every stream is a ``SeedSequence`` sub-stream of ``TrainConfig.seed``
-(:func:`odin_env.seeding.spawn_seed` with the stream ids below and the step count at which the
-stream starts, so a resumed run deals new games).
+(:data:`odin_lab.training.learner.GAMES_STREAM` ...), so a seeded run is reproducible.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
-from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecEnv
 
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation.stats import seat_shares, wilson
@@ -56,35 +46,29 @@ from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training.checkpoints import (
     BEST,
     CHECKPOINT,
-    IMITATION,
     OLD_CHECKPOINT,
     SOUP,
     RunState,
     average_models,
     best_on_record,
     drop_kept_after,
-    keep_policy,
+    kept_path,
     kept_policies,
     load_checkpoint,
+    provenance,
+    prune_kept,
     save_checkpoint,
-    save_policy_only,
     write_best_record,
     write_config,
     write_evaluations,
 )
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.imitation import imitate
-from odin_lab.training.model import build_model
-from odin_lab.training.policy import snapshot
-from odin_lab.training.pool import LEARNER, SELF, OpponentPool
-from odin_lab.training.progress import Progress, episode_figures
-from odin_lab.training.selfplay import train_selfplay
-from odin_lab.training.subproc import close_vec_env, make_vec_env, spaces_env
+from odin_lab.training.learner import EVAL_STREAM, Learner
+from odin_lab.training.pool import SELF
+from odin_lab.training.progress import Progress
 
 EVAL_MODEL = "eval_model.safetensors"
-"""The policy being evaluated (renamed to the best model if it scores best)."""
-ENV_STREAM, POOL_STREAM, EVAL_STREAM = 1, 2, 3
-"""Sub-streams of the run's seed: the games, the opponent pool, the evaluations."""
+"""The player being evaluated (renamed to the best model if it scores best)."""
 
 
 def evaluate(
@@ -95,11 +79,12 @@ def evaluate(
     seed: int,
     progress: bool = False,
     workers: int = 1,
+    kind: str = "ppo",
 ) -> dict[str, float]:
-    """Win rate, 95% Wilson interval and mean penalty of ``ppo:model_path`` against copies of
+    """Win rate, 95% Wilson interval and mean penalty of ``KIND:model_path`` against copies of
     ``opponent`` in seeded, seat-rotated games (:mod:`odin_lab.evaluation.tournament`)."""
     game = config.game
-    specs = [f"ppo:{model_path}"] + [opponent] * (game.players - 1)
+    specs = [f"{kind}:{model_path}"] + [opponent] * (game.players - 1)
     records = play_tournament(
         specs, game, deals, seed, rotate=True, workers=workers, progress=progress
     )
@@ -118,127 +103,99 @@ def evaluate(
     }
 
 
-class _RunCallback(BaseCallback):
-    """Episode statistics per opponent kind, snapshots, checkpoints, evaluations, progress bar.
+class _Log:
+    """TensorBoard scalars under ``run_dir/tb`` (created on the first write)."""
 
-    Snapshots, evaluations and checkpoints happen between updates, at a step count the weights
-    have been trained on (``trained``): with ``model.learn`` at each rollout's start (after the
-    previous update), with the batched engine after each update, and once more at the end."""
+    def __init__(self, run_dir: Path):
+        self.folder, self.writer = run_dir / "tb", None
 
-    def __init__(self, config: TrainConfig, state: RunState, venv: VecEnv):
-        super().__init__()
-        self.config, self.state, self.venv = config, state, venv
-        self.episodes: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        self.lengths: list[int] = []
-        self.running = np.zeros(config.n_envs, dtype=np.int64)
+    def write(self, figures: dict[str, float], step: int) -> None:
+        if not figures:
+            return
+        if self.writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(self.folder))
+        for key, value in figures.items():
+            self.writer.add_scalar(key, float(value), step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _Services:
+    """What happens between a learner's steps: snapshots, evaluations, checkpoints, the soup's
+    kept players, the progress bar and the log."""
+
+    def __init__(self, config: TrainConfig, learner: Learner, state: RunState):
+        self.config, self.learner, self.state = config, learner, state
+        steps = learner.steps
+        self.last_checkpoint = steps - steps % config.checkpoint_every
+        every = config.eval_every
+        self.last_eval = steps - steps % every if every else steps
+        self.latest_eval = _eval_text(state.evaluations[-1]) if state.evaluations else "-"
+        self.log = _Log(config.run_dir)
         self.progress: Progress | None = None
-        self.latest_eval = "-"
-        self.last_checkpoint = self.last_eval = 0
-        self.trained = 0
-        self.rate = 0.0
-        """Steps of the last completed update (what a checkpoint on Ctrl-C records)."""
-        self.pool: OpponentPool | None = None
-        """The batched engine's opponent pool, which also receives the snapshots."""
 
-    def _on_training_start(self) -> None:
-        steps = self.trained = self.model.num_timesteps
-        every = self.config
-        self.last_checkpoint = steps - steps % every.checkpoint_every
-        self.last_eval = steps - steps % every.eval_every if every.eval_every else steps
-        self.progress = _progress_bar(every, steps)
-        if self.state.evaluations:
-            self.latest_eval = _eval_text(self.state.evaluations[-1])
-        if SELF in every.opponents and not self.state.snapshots:
-            self._snapshot()
-        elif self.state.snapshots:
-            self._share_snapshots()
+    def open_bar(self) -> None:
+        target = self.config.total_steps
+        self.progress = Progress(
+            target, self.learner.steps, desc=f"train (to the first update >= {target:,})"
+        )
 
-    def _on_rollout_start(self) -> None:
-        # SB3 trains on the previous rollout before collecting the next one.
-        if self.model.num_timesteps != self.trained:
-            self.trained = self.model.num_timesteps
-            self._periodic(self.rate)
-
-    def _on_step(self) -> bool:
-        self.running += 1
-        for i, done in enumerate(self.locals["dones"]):
-            if done:
-                info = self.locals["infos"][i]
-                self.episodes[info["opponent"]].append((info["win"], info["penalty"]))
-                self.lengths.append(int(self.running[i]))
-                self.running[i] = 0
-        self.progress.advance(self.config.n_envs)
-        return True
-
-    def _on_rollout_end(self) -> None:
-        logger = self.logger
-        self.rate = self.progress.rate()
-        logger.record("charts/steps_per_s", self.rate)
-        for key, value in episode_figures(self.episodes, self.lengths).items():
-            logger.record(key, value)
-        self.episodes.clear()
-        self.lengths.clear()
-
-    def on_selfplay_update(self, model: Any, rollout: Any) -> bool:
-        """:func:`odin_lab.training.selfplay.train_selfplay`'s callback, after each update:
-        progress, evaluations and checkpoints (it logs its own rate and episode statistics)."""
-        self.trained = model.num_timesteps
-        self.progress.advance(len(rollout))
-        self.rate = self.progress.rate()
-        self._periodic(self.rate)
-        # train_selfplay dumped before calling back: write the evaluation at the step it ran.
-        self.logger.dump(step=model.num_timesteps)
-        return True
-
-    def finish(self) -> None:
-        """After the last update: what falls due at the final step."""
-        self.trained = self.model.num_timesteps
-        self._periodic(self.rate)
-        self.close()
-
-    def _periodic(self, rate: float) -> None:
-        """Snapshots, evaluations and checkpoints that fall due at the current step (the final
-        step's evaluation is :func:`train`'s, shown on the console)."""
-        config, steps = self.config, self.model.num_timesteps
+    def after_step(self, figures: dict[str, float], done: int) -> None:
+        """After a step of ``done`` decisions: log, then what falls due at this step (the final
+        step's evaluation is :func:`run`'s, shown on the console)."""
+        config, learner = self.config, self.learner
+        steps = learner.steps
+        self.progress.advance(done)
+        rate = self.progress.rate()
+        self.log.write({**figures, "charts/steps_per_s": rate}, steps)
+        if SELF in config.opponents and steps - learner.last_snapshot >= config.snapshot_every:
+            learner.snapshot()
         final = steps >= config.total_steps
-        if SELF in config.opponents and steps - self.state.last_snapshot >= config.snapshot_every:
-            self._snapshot()
         if config.eval_every and steps - self.last_eval >= config.eval_every and not final:
             self.last_eval = steps
-            self.run_evaluation()
+            self.evaluation()
         if steps - self.last_checkpoint >= config.checkpoint_every:
             self.last_checkpoint = steps
-            save_checkpoint(self.model, config, self.state)
-            keep_policy(self.model, config)
+            self.checkpoint()
+            self.keep()
         self.progress.show(rate, f"eval {self.latest_eval}")
 
-    def _share_snapshots(self) -> None:
-        """Hand the snapshot pool to the opponents: the batched pool, or each env's."""
-        if self.pool is not None:
-            self.pool.set_snapshots(self.state.snapshots)
-        else:
-            self.venv.env_method("set_snapshots", self.state.snapshots)
+    def checkpoint(self, steps: int | None = None) -> Path:
+        learner = self.learner
+        steps = learner.steps if steps is None else steps
+        return save_checkpoint(self.config, steps, self.state, learner.checkpoint())
 
-    def _snapshot(self) -> None:
-        snap = snapshot(self.model.policy, deterministic=False, name=SELF)
-        self.state.snapshots = [*self.state.snapshots, snap][-self.config.max_snapshots :]
-        self.state.last_snapshot = self.model.num_timesteps
-        self._share_snapshots()
+    def keep(self) -> None:
+        """Keep the player at this step for the soup, and only the last ``soup`` of them."""
+        config = self.config
+        if config.soup:
+            path = kept_path(config.run_dir, self.learner.steps)
+            path.parent.mkdir(exist_ok=True)
+            self.learner.write_player(path, provenance(config))
+            prune_kept(config.run_dir, config.soup)
 
-    def run_evaluation(self, show: bool = False) -> dict[str, Any]:
-        """Evaluate the current policy against each evaluation opponent; keep the best model
+    def evaluation(self, show: bool = False) -> dict[str, Any]:
+        """Evaluate the current player against each evaluation opponent; keep the best model
         (``best.safetensors``, then its record ``best.json``) and the log; return the entry."""
-        config, steps = self.config, self.model.num_timesteps
-        run_dir = config.run_dir
+        config, learner = self.config, self.learner
+        steps, run_dir = learner.steps, config.run_dir
         current = run_dir / EVAL_MODEL
-        save_policy_only(self.model, current, config)
+        learner.write_player(current, provenance(config))
         entry: dict[str, Any] = {"step": steps}
+        figures = {}
         for k, opponent in enumerate(config.eval_opponents):
             seed = spawn_seed(config.seed, EVAL_STREAM, k)
-            result = evaluate(current, config, opponent, config.eval_deals, seed, progress=show)
+            result = evaluate(
+                current, config, opponent, config.eval_deals, seed, show, kind=learner.kind
+            )
             entry[opponent] = result
             for key in ("win_rate", "mean_penalty"):
-                self.logger.record(f"eval/{opponent}/{key}", result[key])
+                figures[f"eval/{opponent}/{key}"] = result[key]
         score = float(np.mean([entry[o]["win_rate"] for o in config.eval_opponents]))
         entry["score"] = score
         self.state.evaluations.append(entry)
@@ -249,23 +206,14 @@ class _RunCallback(BaseCallback):
         else:
             current.unlink(missing_ok=True)
         write_evaluations(run_dir, self.state.evaluations)
+        self.log.write(figures, steps)
         self.latest_eval = _eval_text(entry)
         return entry
 
     def close(self) -> None:
         if self.progress is not None:
             self.progress.close()
-
-
-def _progress_bar(config: TrainConfig, steps: int) -> Progress:
-    """The training bar: to the first update at or past ``total_steps`` (exact with
-    ``model.learn``'s fixed rollouts; with the batched engine, at least ``total_steps``)."""
-    target = config.total_steps
-    if config.engine == "subproc":
-        rollout = config.n_steps * config.n_envs
-        end = steps + max(0, math.ceil((target - steps) / rollout)) * rollout
-        return Progress(end, steps, desc="train")
-    return Progress(target, steps, desc=f"train (to the first update >= {target:,})")
+        self.log.close()
 
 
 def _eval_text(entry: dict[str, Any]) -> str:
@@ -273,30 +221,60 @@ def _eval_text(entry: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
-def _start(config: TrainConfig, resume: bool) -> tuple[VecEnv, Any, RunState]:
-    """The environments, model and run state of a new or resumed run (a new run's directory is
-    created only once they exist)."""
-    run_dir, batched = config.run_dir, config.engine == "batched"
-    seed = 0 if resume else spawn_seed(config.seed, ENV_STREAM, 0)
-    venv = spaces_env(config) if batched else make_vec_env(config, seed)
+def final_text(entry: dict[str, Any], config: TrainConfig, kind: str) -> str:
+    """The last evaluation as a person reads it: each opponent's win share with its interval and
+    the fair share, then the command that evaluates the best model."""
+    fair = 1 / config.game.players
+    parts = [
+        f"{name} {v['win_rate']:.1%} [{v['ci_low']:.1%}, {v['ci_high']:.1%}] "
+        f"over {v['games']} games"
+        for name, v in entry.items()
+        if isinstance(v, dict)
+    ]
+    best = config.run_dir / BEST
+    return (
+        f"final evaluation at step {entry['step']:,}: " + "; ".join(parts)
+        + f" (fair share {fair:.0%})\nnext: python evaluate.py tournament --agents "
+        + f"{kind}:{best} " + " ".join(["planner"] * (config.game.players - 1))
+        + " --games 1000"
+    )  # fmt: skip
+
+
+def _start(
+    config: TrainConfig, resume: bool, learner_class: Callable[[TrainConfig], Learner]
+) -> tuple[Learner, RunState]:
+    """The learner and run state of a new or resumed run."""
+    learner = learner_class(config)
+    if not resume:
+        return learner, RunState()
     try:
-        if not resume:
-            return venv, build_model(config, venv, tensorboard=False), RunState()
-        model, state = load_checkpoint(run_dir, venv, config)
+        tensors, run, state = load_checkpoint(config.run_dir, config)
+        try:
+            learner.load_checkpoint(tensors, run)
+        except Exception as error:  # noqa: BLE001 - any failure here means an unusable file
+            first = (str(error).splitlines() or [""])[0]
+            raise TrainingError(
+                f"cannot resume from {config.run_dir / CHECKPOINT}: corrupt or incompatible "
+                f"checkpoint ({type(error).__name__}: {first})"
+            ) from None
     except BaseException:
-        close_vec_env(venv)
+        learner.close()
         raise
     # The best model is never replaced by a worse one than the best on record.
-    state.best_score = max(state.best_score, best_on_record(run_dir))
-    return venv, model, state
+    state.best_score = max(state.best_score, best_on_record(config.run_dir))
+    return learner, state
 
 
-def train(config: TrainConfig, resume: bool = False) -> Path | None:
-    """Train (or resume) the run ``config.run_dir``; return the checkpoint path (``None``: a
-    resumed run already at its target, which it says in one line).
+def run(
+    config: TrainConfig, learner_class: Callable[[TrainConfig], Learner], resume: bool = False
+) -> Path | None:
+    """Train (or resume) the run ``config.run_dir`` with a learner of ``learner_class``;
+    return the checkpoint path (``None``: a resumed run already at its target, which it says
+    in one line).
 
     A new run refuses a directory that already holds a checkpoint (resume it instead); a run
-    that fails to start leaves no new directory behind."""
+    that fails to start leaves no new directory behind. Ctrl-C or SIGTERM saves a checkpoint of
+    the last whole step, then re-raises ``KeyboardInterrupt``."""
     config.check()
     run_dir = config.run_dir
     if not resume and any((run_dir / n).exists() for n in (CHECKPOINT, OLD_CHECKPOINT)):
@@ -305,14 +283,13 @@ def train(config: TrainConfig, resume: bool = False) -> Path | None:
         from odin_lab.evaluation.distributed import connect
 
         connect(config.ray, config.actors)  # a bad address fails here, before any file
-    th.set_num_threads(config.torch_threads)
-    batched = config.engine == "batched"
     created = not run_dir.exists()
-    venv, model, state = _start(config, resume)
+    learner, state = _start(config, resume, learner_class)
+    services = _Services(config, learner, state)
     try:
-        if resume and model.num_timesteps >= config.total_steps:
+        if resume and learner.steps >= config.total_steps:
             print(
-                f"{run_dir} is already at step {model.num_timesteps:,}, at or past --total-steps "
+                f"{run_dir} is already at step {learner.steps:,}, at or past --total-steps "
                 f"{config.total_steps:,}: nothing to train (raise --total-steps to continue)"
             )
             return None
@@ -324,94 +301,45 @@ def train(config: TrainConfig, resume: bool = False) -> Path | None:
                 # What a killed process left half-done: an evaluation's model, temporary files.
                 for stale in [run_dir / EVAL_MODEL, *run_dir.glob(".*.tmp")]:
                     stale.unlink(missing_ok=True)
-                drop_kept_after(run_dir, model.num_timesteps)
-                # A resumed run deals new games rather than replaying the first ones.
-                venv.seed(spawn_seed(config.seed, ENV_STREAM, model.num_timesteps))
+                drop_kept_after(run_dir, learner.steps)
             else:
                 write_config(config)
-            model.set_logger(configure(str(run_dir / "tb"), ["tensorboard"]))
-            if config.imitate and not resume:
-                for key, value in imitate(model, config).items():
-                    model.logger.record(key, value)
-                save_policy_only(model, run_dir / IMITATION, config)
+                services.log.write(learner.warm_start(run_dir, provenance(config)), 0)
         except BaseException:
             if created:
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
-        callback = _RunCallback(config, state, venv)
-        remaining = config.total_steps - model.num_timesteps
         try:
-            if remaining > 0 and batched:
-                _learn_selfplay(model, config, callback)
-            elif remaining > 0:
-                model.learn(remaining, callback=callback, reset_num_timesteps=False)
-            if callback.progress is not None:
-                callback.finish()
+            if learner.steps < config.total_steps:
+                learner.start()
+                services.open_bar()
+                while learner.steps < config.total_steps:
+                    before = learner.steps
+                    figures = learner.train_step()
+                    services.after_step(figures, learner.steps - before)
         except KeyboardInterrupt:
-            # A batched update is whole (train_on_rollout holds Ctrl-C), so the counter matches
-            # the weights; model.learn moves it while collecting, before the update.
-            steps = model.num_timesteps if batched else callback.trained
-            path = save_checkpoint(model, config, state, steps=steps)
-            callback.close()
-            print(f"\ninterrupted at step {steps:,}: checkpoint saved to {path}")
+            # A step is whole (the learner holds Ctrl-C during its update), so the step count
+            # matches the weights.
+            path = services.checkpoint()
+            services.close()
+            print(f"\ninterrupted at step {learner.steps:,}: checkpoint saved to {path}")
             raise
+        if services.progress is not None:
+            services.progress.close()
         if config.eval_every and (
-            not state.evaluations or state.evaluations[-1]["step"] != model.num_timesteps
+            not state.evaluations or state.evaluations[-1]["step"] != learner.steps
         ):
-            callback.model = model
-            print(f"final evaluation at step {model.num_timesteps:,}")
-            entry = callback.run_evaluation(show=True)
-            model.logger.dump(step=model.num_timesteps)
-            print(f"final evaluation: {_eval_text(entry)} (score {entry['score']:.3f})")
-        path = save_checkpoint(model, config, state)
+            print(f"final evaluation at step {learner.steps:,}")
+            entry = services.evaluation(show=True)
+            print(final_text(entry, config, learner.kind))
+        path = services.checkpoint()
         if config.soup:
-            keep_policy(model, config)
+            services.keep()
             average_models(kept_policies(run_dir), run_dir / SOUP)
         return path
     finally:
-        close_vec_env(venv)
+        services.close()
+        learner.close()
 
 
-def _learn_selfplay(model: Any, config: TrainConfig, callback: _RunCallback) -> None:
-    """Train to ``config.total_steps`` by batched self-play; ``callback`` does the run's
-    bookkeeping after each update, as it does at each rollout's end with ``model.learn``."""
-    steps = model.num_timesteps
-    pool = collector = None
-    if config.ray is not None:
-        from odin_lab.training.actors import RayCollector
-
-        # Actor k's streams: sub-streams k of the run's; a resumed run deals new games.
-        seeds = [
-            (
-                spawn_seed(config.seed, ENV_STREAM, steps, k),
-                spawn_seed(config.seed, POOL_STREAM, steps, k),
-            )
-            for k in range(config.actors)
-        ]
-        pool = collector = RayCollector(model, config, seeds)  # it also takes the snapshots
-    elif config.opponents != [LEARNER]:
-        seed = spawn_seed(config.seed, POOL_STREAM, steps)
-        pool = OpponentPool(config.opponents, config.game.players, config.seat, seed)
-    callback.pool = pool
-    callback.init_callback(model)
-    callback.on_training_start({}, {})
-    try:
-        train_selfplay(
-            model,
-            config.game,
-            config.total_steps,
-            batch=config.selfplay_batch,
-            rollout_decisions=config.n_steps * config.n_envs,
-            # A resumed run deals new games rather than replaying the first ones.
-            seed=spawn_seed(config.seed, ENV_STREAM, steps),
-            callback=callback.on_selfplay_update,
-            progress=False,  # the callback's bar, which also shows the latest evaluation
-            pool=pool if collector is None else None,
-            collector=collector,
-        )
-    finally:
-        if collector is not None:
-            collector.close()
-
-
-__all__ = ["ENV_STREAM", "EVAL_STREAM", "POOL_STREAM", "build_model", "evaluate", "train"]
+__all__ = ["EVAL_MODEL", "evaluate", "final_text", "run"]

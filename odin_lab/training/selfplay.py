@@ -60,6 +60,34 @@ class SelfPlayStats:
         return self.decisions / self.seconds if self.seconds else 0.0
 
 
+def rollout_update(
+    model: Any, collector: Any, decisions: int, total_decisions: int
+) -> tuple[Rollout, dict[str, float], float] | None:
+    """Collect a rollout of ``decisions`` learner decisions with ``collector`` and run one PPO
+    update on it (:func:`odin_lab.training.update.train_on_rollout`; the learning-rate schedule
+    at ``model.num_timesteps`` of ``total_decisions``). Return the rollout, its figures (step,
+    decisions, steps_per_s and :func:`episode_summary`'s) and the seconds spent collecting; or
+    ``None`` when the rollout was too short to train on (fewer than 2 closed decisions)."""
+    began = time.perf_counter()
+    rollout = collector.collect(decisions)
+    if len(rollout) < 2:
+        # Rollouts shorter than a turn around the table can leave (almost) every decision
+        # open, the first one mostly; one advantage cannot be normalized, so a lone closed
+        # decision is skipped and play goes on.
+        return None
+    collected = time.perf_counter()
+    model._update_current_progress_remaining(model.num_timesteps, int(total_decisions))
+    train_on_rollout(model, rollout)
+    now = time.perf_counter()
+    entry = {
+        "step": float(model.num_timesteps),
+        "decisions": float(len(rollout)),
+        "steps_per_s": len(rollout) / max(now - began, 1e-9),
+    }
+    entry.update(episode_summary(rollout.episodes))
+    return rollout, entry, collected - began
+
+
 def train_selfplay(
     model: Any,
     config: Config,
@@ -109,26 +137,14 @@ def train_selfplay(
     try:
         while model.num_timesteps < total_decisions:
             began = time.perf_counter()
-            rollout = collector.collect(per_rollout)
-            if len(rollout) < 2:
-                # Rollouts shorter than a turn around the table can leave (almost) every
-                # decision open, the first one mostly; one advantage cannot be normalized, so a
-                # lone closed decision is skipped and play goes on.
+            done = rollout_update(model, collector, per_rollout, int(total_decisions))
+            if done is None:
                 continue
-            collected = time.perf_counter()
-            model._update_current_progress_remaining(model.num_timesteps, int(total_decisions))
-            train_on_rollout(model, rollout)
-            now = time.perf_counter()
+            rollout, entry, collect_seconds = done
             stats.decisions += len(rollout)
-            stats.seconds += now - began
-            stats.collect_seconds += collected - began
+            stats.seconds += time.perf_counter() - began
+            stats.collect_seconds += collect_seconds
             stats.episodes += len(rollout.episodes)
-            entry = {
-                "step": float(model.num_timesteps),
-                "decisions": float(len(rollout)),
-                "steps_per_s": len(rollout) / max(now - began, 1e-9),
-            }
-            entry.update(episode_summary(rollout.episodes))
             stats.history.append(entry)
             logger = model.logger
             for key, value in entry.items():
@@ -144,4 +160,4 @@ def train_selfplay(
     return stats
 
 
-__all__ = ["SelfPlayStats", "episode_summary", "train_selfplay"]
+__all__ = ["SelfPlayStats", "episode_summary", "rollout_update", "train_selfplay"]

@@ -13,10 +13,6 @@ tests hold :func:`ppo_update` to: same seed, same weights after an update.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -26,6 +22,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import explained_variance
 
 from odin_lab.training.collector import Rollout
+from odin_lab.training.learner import held_interrupts
 from odin_lab.training.policy import LegalPairs, LegalSetPolicy
 
 
@@ -197,31 +194,6 @@ def ppo_update(model: Any, rollout: Rollout) -> None:
     logger.record("train/clip_range", clip_range)
 
 
-@contextmanager
-def _held_interrupts() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends, then pass the first one held to the handler
-    it would have reached. Signals without a Python handler (ignored, or the default) and code
-    outside the main thread, where handlers cannot be set, are left as they are."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[tuple[int, Any]] = []
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            previous[signum] = handler
-            signal.signal(signum, lambda *received: held.append(received))
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if held:
-            signum, frame = held[0]
-            previous[signum](signum, frame)
-
-
 def train_on_rollout(model: Any, rollout: Rollout) -> None:
     """One PPO update (``n_epochs`` passes in ``batch_size`` minibatches, enlarged when needed so
     no minibatch holds a single decision: :func:`minibatch_size`) on ``rollout`` (at least 2
@@ -234,7 +206,7 @@ def train_on_rollout(model: Any, rollout: Rollout) -> None:
     if n == 0:
         raise ValueError("the rollout holds no closed decision to train on")
     minibatch_size(n, model.batch_size)  # refuses a single decision before anything changes
-    with _held_interrupts():
+    with held_interrupts():
         if isinstance(model.policy, LegalSetPolicy) and model.clip_range_vf is None:
             ppo_update(model, rollout)
         else:

@@ -1,0 +1,118 @@
+"""The learning algorithms by name (``train.py --algo NAME``), and the functions that need to
+know them: completing, reading and making a run's settings, and :func:`train`.
+
+A new algorithm is one module (its settings dataclass and its learner, see
+:mod:`odin_lab.training.learner`) and one line in :data:`ALGORITHMS`.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from odin_env.rules import Config
+from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, run_fields
+from odin_lab.training.dmc import DMCConfig, DMCLearner
+from odin_lab.training.learner import Algorithm
+from odin_lab.training.ppo import PPOConfig, PPOLearner
+from odin_lab.training.run import run
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "ppo": Algorithm("ppo", PPOConfig, PPOLearner, "PPO (MaskablePPO's update), batched engine"),
+    "dmc": Algorithm("dmc", DMCConfig, DMCLearner, "deep Monte Carlo (DouZero), batched engine"),
+}  # fmt: skip
+"""Every algorithm ``train.py --algo`` takes, by name."""
+
+
+def algorithm(name: str) -> Algorithm:
+    """The registry entry of ``name``; ``ValueError`` naming the allowed names."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}; got {name!r}")
+    return ALGORITHMS[name]
+
+
+def complete(config: TrainConfig) -> TrainConfig:
+    """``config`` with its algorithm's default settings when it has none; ``ValueError`` for an
+    unknown algorithm or settings of another algorithm."""
+    entry = algorithm(config.algo)
+    if config.algo_config is None:
+        return replace(config, algo_config=entry.settings())
+    if not isinstance(config.algo_config, entry.settings):
+        raise ValueError(
+            f"algo_config must be a {entry.settings.__name__} for algo {config.algo!r}; got "
+            f"{type(config.algo_config).__name__}"
+        )
+    return config
+
+
+def make_config(algo: str = "ppo", game: Config | None = None, **settings: Any) -> TrainConfig:
+    """A run's settings from flat keywords, as the flags name them: the run's own and the
+    algorithm's (``make_config(n_steps=64, opponents=["greedy"])``); ``TypeError`` naming an
+    unknown one."""
+    section = algorithm(algo).settings
+    mine = {f.name for f in fields(section)}
+    unknown = sorted(set(settings) - mine - set(run_fields()))
+    if unknown:
+        raise TypeError(f"{unknown[0]!r} is not a setting of the run or of algo {algo!r}")
+    algo_settings = {k: v for k, v in settings.items() if k in mine}
+    run_settings = {k: v for k, v in settings.items() if k not in mine}
+    return TrainConfig(
+        algo=algo, game=game or Config(), algo_config=section(**algo_settings), **run_settings
+    )
+
+
+def parse_settings(algo: str, items: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` words (``critic=full``, ``net_pi=256,128``) as the settings of ``algo``,
+    typed as its settings dataclass declares them; ``ValueError`` naming a bad one."""
+    section = algorithm(algo).settings
+    hints = typing.get_type_hints(section)
+    names = [f.name for f in fields(section)]
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.replace("-", "_")
+        if not sep or name not in names:
+            raise ValueError(f"{item!r}: give NAME=VALUE with NAME one of {', '.join(names)}")
+        hint = hints[name]
+        many = typing.get_origin(hint) is list
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        kind = args[0] if args else hint  # list[int] -> int, str | None -> str
+        try:
+            values = [kind(v) for v in text.split(",")] if many else kind(text)
+        except ValueError:
+            raise ValueError(f"{item!r}: {name} takes {kind.__name__} values") from None
+        out[name] = values
+    return out
+
+
+def read_config(run_dir: Path) -> TrainConfig:
+    """The :class:`TrainConfig` stored in ``run_dir/config.json``; ``TrainingError`` if unusable."""
+    path = Path(run_dir) / "config.json"
+    try:
+        payload = json.loads(path.read_text())
+        if not isinstance(payload, dict):
+            raise ValueError("not a JSON object")
+        section = algorithm(payload.get("algo", "ppo")).settings
+        config = config_from_json(payload, section)
+    except FileNotFoundError:
+        raise TrainingError(f"cannot resume {run_dir}: no config.json (is it a run?)") from None
+    except (OSError, ValueError, TypeError) as error:
+        raise TrainingError(f"cannot resume {run_dir}: bad config.json ({error})") from None
+    return config
+
+
+def train(config: TrainConfig, resume: bool = False) -> Path | None:
+    """Train (or resume) the run ``config.run_dir`` with its algorithm
+    (:func:`odin_lab.training.run.run`); return the checkpoint path (``None``: a resumed run
+    already at its target)."""
+    config = complete(config)
+    return run(config, algorithm(config.algo).learner, resume=resume)
+
+
+__all__ = [
+    "ALGORITHMS", "algorithm", "complete", "make_config", "parse_settings", "read_config",
+    "train",
+]  # fmt: skip
