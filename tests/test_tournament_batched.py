@@ -20,6 +20,7 @@ from probe_agents import ObsHash
 from scipy.stats import kstest
 
 from agents.batch import BatchRandomAgent, act_by_seat
+from agents.registry import batch_form_names
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
@@ -146,7 +147,7 @@ def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_pat
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "evaluate.py tournament: error: --engine batched needs agents with a batched form "
-        "(act_batch: random, greedy, shaper, planner, ppo); none for search: use --engine "
+        f"(act_batch: {', '.join(batch_form_names())}); none for search: use --engine "
         "single or auto"
     ]
     assert not (tmp_path / "out").exists()
