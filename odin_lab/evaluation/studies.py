@@ -406,9 +406,10 @@ def showcase(out: Path, workers: int = 1, games: int = 800, seating_games: int =
     _, table = tournament(
         specs, config, games, seed, out / "tournament", workers, progress, ray=ray
     )
+    # greedy's games take this process a few seconds, less than starting workers would.
     _, seats = seating(
         "greedy", [config.players], ["rotate", "winner"], seating_games, seed,
-        out / "seating", config, workers, progress, ray,
+        out / "seating", config, 1, progress, ray,
     )  # fmt: skip
     text = f"{table}\n\n{seats}\n"
     write_atomic(out / "showcase.txt", text.encode())
