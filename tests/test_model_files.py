@@ -268,3 +268,37 @@ def test_the_bundled_player_plays_each_table_size_with_the_model_trained_for_it(
     two = PPOAgent.load(files[min(files)])
     four = sizes == 4
     assert not np.array_equal(two.act_batch(rows[four], masks[four]), actions[four])
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ("nan", "not finite floating-point"),
+        ("inf", "not finite floating-point"),
+        ("players", "players must be 2-6"),
+        ("activation", "activation one of"),
+        ("prior", "is not one of"),
+        ("rank", "does not take"),
+    ],
+)
+def test_a_model_file_of_impossible_numbers_or_metadata_is_one_clear_error(tmp_path, change, named):
+    """NaN or infinite weights, metadata of the wrong type and weights of the wrong rank are
+    refused when the file is read, with one line naming the problem, never played."""
+    from agents.ppo import read_model, write_model
+
+    info, state = read_model(BUNDLED_MODEL)
+    state = {k: v.copy() for k, v in state.items()}
+    if change in ("nan", "inf"):
+        state["action_net.bias"][3] = float(change)
+    elif change == "players":
+        info["players"] = "four"
+    elif change == "activation":
+        info["architecture"]["activation"] = ["ReLU"]
+    elif change == "prior":
+        info["architecture"]["prior"] = "ppo"
+    else:
+        state["action_net.weight"] = state["action_net.weight"][0]
+    path = write_model(tmp_path / "bad.safetensors", state, info)
+    with pytest.raises(ValueError, match=named) as refused:
+        PPOAgent.load(path)
+    assert "\n" not in str(refused.value)

@@ -129,6 +129,24 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
     assert best_score(run) == 2.0
 
 
+def test_a_best_model_ahead_of_the_checkpoint_is_set_aside_on_resume(done_run, tmp_path):
+    """A kill between a new best model and the checkpoint that covers it leaves a best model of
+    a step the resume abandons: it is kept under its own name, and the run's best is again of
+    its one history."""
+    run = copy_run(done_run, tmp_path / "r")
+    saved = checkpoint_step(run / "checkpoint.safetensors")
+    ahead = saved + 1000
+    best = (run / "best.safetensors").read_bytes()
+    (run / "best.json").write_text(json.dumps({"score": 2.0, "step": ahead, "model": "x"}))
+    done = train("--resume", run, "--total-steps", saved + 2 * ROLLOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"kept as best-of-step-{ahead}.safetensors" in done.stdout
+    assert (run / f"best-of-step-{ahead}.safetensors").read_bytes() == best
+    record = json.loads((run / "best.json").read_text())
+    final = checkpoint_step(run / "checkpoint.safetensors")
+    assert record["step"] <= final and record["step"] in [e["step"] for e in log(run)]
+
+
 def test_resume_refuses_a_checkpoint_of_other_settings_naming_the_field(done_run, tmp_path):
     run = copy_run(done_run, tmp_path / "r")
     config = json.loads((run / "config.json").read_text())

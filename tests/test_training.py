@@ -17,7 +17,7 @@ import pytest
 import torch as th
 from gymnasium import spaces
 
-from agents.ppo import BUNDLED_MODEL, PPOAgent
+from agents.ppo import BUNDLED_DIR, BUNDLED_MODEL, PPOAgent
 from agents.registry import make
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
@@ -358,6 +358,8 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
         (["--gamma", "2"], ["gamma", "[0, 1]"]),
         (["--net-pi", "0"], ["net_pi", "positive"]),
         (["--device", "tpu"], ["device", "cpu"]),
+        (["--init", str(BUNDLED_DIR / "net_4p.safetensors")], ["--init", "--net-pi 512 256"]),
+        (["--average", "a", "--resume", "b"], ["--average and --resume", "one of them"]),
     ],
 )
 def test_bad_engine_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):

@@ -163,3 +163,31 @@ def test_train_help_shows_the_chosen_algorithms_flags():
     assert shown.returncode == 0
     assert "--clip-range" in shown.stdout and "--algo NAME" in shown.stdout
     assert "odin_lab.training.ppo.PPOConfig" in shown.stdout
+
+
+def test_a_diverged_step_stops_the_run_with_one_line_and_keeps_the_last_checkpoint(
+    tmp_path, monkeypatch
+):
+    """A non-finite loss (here made so after the third update) ends the run with a
+    ``TrainingError`` naming the step and the intact checkpoint; nothing after it is saved."""
+    from odin_lab.training import TrainingError
+    from odin_lab.training.ppo import PPOLearner
+
+    steps = []
+    real = PPOLearner.train_step
+
+    def poisoned(self):
+        figures = real(self)
+        steps.append(self.steps)
+        return {**figures, "train/loss": float("nan")} if len(steps) == 3 else figures
+
+    config = make_config(
+        name="nan", runs_dir=str(tmp_path), opponents=["learner"], selfplay_batch=8, n_envs=2,
+        n_steps=32, batch_size=64, n_epochs=1, net_pi=[16], net_vf=[16], total_steps=10**6,
+        checkpoint_every=1, eval_every=0,
+    )  # fmt: skip
+    monkeypatch.setattr(PPOLearner, "train_step", poisoned)
+    with pytest.raises(TrainingError, match="diverged at step") as stop:
+        train(config)
+    assert f"step {steps[1]:,}, is intact" in str(stop.value)
+    assert checkpoint_step(tmp_path / "nan" / "checkpoint.safetensors") == steps[1]

@@ -183,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     args = parse(argv)
     cli.restore_interrupts()  # Ctrl-C or `kill` saves a checkpoint before exiting
+    chosen = [f for f in ("average", "import_sb3_zip", "resume") if getattr(args, f)]
+    if len(chosen) > 1:
+        flags = " and ".join(cli.flag(f) for f in chosen)
+        return cli.fail(PROG, f"{flags} are different jobs: give one of them")
     try:
         if args.average:
             path = average(args)
@@ -193,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
             path = train(config, resume=resume)
     except (TrainingError, ValueError, FileNotFoundError) as error:
         return cli.fail(PROG, error)
+    except OSError as error:  # a full disk, an unwritable folder: the files before stay whole
+        return cli.fail(
+            PROG, f"cannot write ({error.strerror or error}: {error.filename or ''}); the run's "
+            "files are as they were at the last checkpoint"
+        )  # fmt: skip
     except KeyboardInterrupt:
         return 130
     if path is not None:

@@ -73,9 +73,23 @@ def build_model(config: TrainConfig) -> Any:
     )
     if config.init:
         try:
-            _, state = read_model(config.init)
+            info, state = read_model(config.init)
+        except (FileNotFoundError, ValueError) as error:
+            raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
+        mine = model.policy.state_dict()
+        for key, value in state.items():
+            if key in mine and tuple(mine[key].shape) != value.shape:
+                arch = info["architecture"]
+                raise TrainingError(
+                    f"--init {config.init}: its {key} is {list(value.shape)}, these settings make "
+                    f"it {list(mine[key].shape)}: the file's network is --net-pi "
+                    f"{' '.join(map(str, arch.get('net_pi', [])))} --net-vf "
+                    f"{' '.join(map(str, arch.get('net_vf', [])))} (prior {arch.get('prior')}, "
+                    f"critic {arch.get('critic', 'observation')})"
+                )
+        try:
             model.policy.load_state_dict({k: th.from_numpy(v.copy()) for k, v in state.items()})
-        except (FileNotFoundError, ValueError, RuntimeError) as error:
+        except RuntimeError as error:
             raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
     return model
 

@@ -32,6 +32,8 @@ Seeds: every stream is a ``SeedSequence`` sub-stream of ``TrainConfig.seed``
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -45,6 +47,7 @@ from odin_lab.evaluation.stats import seat_shares, wilson
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training.checkpoints import (
     BEST,
+    BEST_RECORD,
     CHECKPOINT,
     OLD_CHECKPOINT,
     SOUP,
@@ -63,7 +66,7 @@ from odin_lab.training.checkpoints import (
     write_evaluations,
 )
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.learner import EVAL_STREAM, Learner
+from odin_lab.training.learner import EVAL_STREAM, Learner, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.progress import Progress
 
@@ -138,6 +141,10 @@ class _Services:
         self.latest_eval = _eval_text(state.evaluations[-1]) if state.evaluations else "-"
         self.log = _Log(config.run_dir)
         self.progress: Progress | None = None
+        self.saved = steps
+        """The step of the last checkpoint written (or resumed from)."""
+        self.best_step = -1
+        """The step of the last new best model written by this process."""
 
     def open_bar(self) -> None:
         target = self.config.total_steps
@@ -150,6 +157,13 @@ class _Services:
         step's evaluation is :func:`run`'s, shown on the console)."""
         config, learner = self.config, self.learner
         steps = learner.steps
+        broken = sorted(k for k, v in figures.items() if not math.isfinite(v))
+        if broken:
+            raise TrainingError(
+                f"training diverged at step {steps:,} ({broken[0]} is {figures[broken[0]]}): "
+                f"the last checkpoint, step {self.saved:,}, is intact; start a new run from it "
+                "(--init) with a lower learning rate, or change the settings"
+            )
         self.progress.advance(done)
         rate = self.progress.rate()
         self.log.write({**figures, "charts/steps_per_s": rate}, steps)
@@ -159,16 +173,19 @@ class _Services:
         if config.eval_every and steps - self.last_eval >= config.eval_every and not final:
             self.last_eval = steps
             self.evaluation()
-        if steps - self.last_checkpoint >= config.checkpoint_every:
+        # A new best model is covered by a checkpoint at once, so the best model on record is
+        # never of a step that a resume would not reach (but for a kill in between).
+        if self.best_step == steps or steps - self.last_checkpoint >= config.checkpoint_every:
             self.last_checkpoint = steps
             self.checkpoint()
             self.keep()
         self.progress.show(rate, f"eval {self.latest_eval}")
 
-    def checkpoint(self, steps: int | None = None) -> Path:
+    def checkpoint(self) -> Path:
         learner = self.learner
-        steps = learner.steps if steps is None else steps
-        return save_checkpoint(self.config, steps, self.state, learner.checkpoint())
+        path = save_checkpoint(self.config, learner.steps, self.state, learner.checkpoint())
+        self.saved = learner.steps
+        return path
 
     def keep(self) -> None:
         """Keep the player at this step for the soup, and only the last ``soup`` of them."""
@@ -203,6 +220,7 @@ class _Services:
             self.state.best_score = score
             os.replace(current, run_dir / BEST)
             write_best_record(run_dir, score, steps)
+            self.best_step = steps
         else:
             current.unlink(missing_ok=True)
         write_evaluations(run_dir, self.state.evaluations)
@@ -260,9 +278,35 @@ def _start(
     except BaseException:
         learner.close()
         raise
+    if set_aside_best_ahead(config.run_dir, learner.steps) is not None:
+        # The checkpoint's own best model was overwritten by the one set aside: the next
+        # evaluation writes this history's best again.
+        state.best_score = -math.inf
     # The best model is never replaced by a worse one than the best on record.
     state.best_score = max(state.best_score, best_on_record(config.run_dir))
     return learner, state
+
+
+def set_aside_best_ahead(run_dir: Path, step: int) -> Path | None:
+    """After a kill between a new best model and the checkpoint that covers it, the best model
+    is of a step past the checkpoint's ``step``: of the history the resume abandons. It moves to
+    ``best-of-step-S.safetensors`` (kept, never lost, and said in one line), so that the run's
+    files describe one history. Return its new path (None: nothing to do)."""
+    record = run_dir / BEST_RECORD
+    try:
+        ahead = int(json.loads(record.read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if ahead <= step or not (run_dir / BEST).is_file():
+        return None
+    kept = run_dir / f"best-of-step-{ahead}.safetensors"
+    os.replace(run_dir / BEST, kept)
+    record.unlink()
+    print(
+        f"{run_dir / BEST} was of step {ahead:,}, past the checkpoint's {step:,} (a kill between "
+        f"the two): kept as {kept.name}; the resumed run keeps its own best"
+    )
+    return kept
 
 
 def run(
@@ -319,8 +363,12 @@ def run(
                     services.after_step(figures, learner.steps - before)
         except KeyboardInterrupt:
             # A step is whole (the learner holds Ctrl-C during its update), so the step count
-            # matches the weights.
-            path = services.checkpoint()
+            # matches the weights. A second Ctrl-C waits for the save to end.
+            try:
+                with held_interrupts():
+                    path = services.checkpoint()
+            except KeyboardInterrupt:
+                pass
             services.close()
             print(f"\ninterrupted at step {learner.steps:,}: checkpoint saved to {path}")
             raise
