@@ -267,8 +267,9 @@ def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
         (["--epsilon", "2"], "epsilon must be a finite number in [0, 1]"),
         (["--optimizer", "sgd"], "optimizer must be one of adam, rmsprop"),
         (["--init", str(BUNDLED_MODEL)], "--init"),
+        (["--horizon", "hand", "--reward", "win"], "horizon hand needs reward penalty"),
     ],
-    ids=["ppo-flag", "epsilon", "optimizer", "init-ppo"],
+    ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon"],
 )
 def test_bad_dmc_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
     done = train_py("--algo", "dmc", "--runs-dir", tmp_path, "--name", "x", *args,
@@ -384,15 +385,7 @@ def test_the_collectors_targets_are_each_seats_return_from_that_decision(episode
     gamma 0.5 a seat's k-th last decision's target is its penalty times -0.5**k. A game to 5
     points, gamma 1: a seat's first decision's target is minus its final total."""
     gamma = 0.5 if episode == "hand" else 1.0
-    config = Config(players=3, threshold=5, episode=episode)
-    games = BatchedGames(config, batch=4, seed=0)
-
-    def first_legal(obs, mask):
-        return mask.argmax(1)
-
-    collector = DMCCollector(games, None, first_legal, np.random.default_rng(0), gamma)
-    finished = collector.collect(200, epsilon=0.1)
-    assert len(finished) >= 200 and finished.episodes
+    finished = _collected(Config(players=3, threshold=5, episode=episode), gamma)
     checked = 0
     for e in finished.episodes:
         for seat in range(3):
@@ -408,6 +401,45 @@ def test_the_collectors_targets_are_each_seats_return_from_that_decision(episode
                 assert returns[0] == pytest.approx(total)
             checked += 1
     assert checked >= 2 * len(finished.episodes)
+
+
+def test_with_horizon_hand_a_target_is_what_its_hand_pays_the_seat():
+    """A game to 5 points, returns cut at each hand's end: one value per (seat, hand), the
+    hand's penalty, and a seat's values over the hands of the game add up to its final total."""
+    finished = _collected(Config(players=3, threshold=5), 1.0, by_hand=True)
+    checked = 0
+    for e in finished.episodes:
+        mine = (finished.game == e.game) & (finished.episode == e.episode)
+        hands = int(finished.hand[mine].max()) + 1
+        assert hands >= 1
+        for seat in range(3):
+            ours = mine & (finished.seat == seat)
+            values = []
+            for hand in range(hands):
+                returns = finished.returns[ours & (finished.hand == hand)]
+                if len(returns):
+                    assert np.all(returns == returns[0])  # only the hand's end pays
+                    values.append(float(returns[0]))
+            if len(values) == hands:  # the seat had a choice in every hand
+                assert sum(values) == pytest.approx(-float(e.totals[seat]))
+                checked += 1
+    assert checked >= len(finished.episodes)
+    assert (finished.hand > 0).any()  # games of more than one hand were checked
+
+
+def _collected(config: Config, gamma: float, by_hand: bool = False):
+    """200 or more learner decisions of finished episodes, every seat the learner's (epsilon 0.1
+    around the first legal action)."""
+    games = BatchedGames(config, batch=4, seed=0)
+
+    def first_legal(obs, mask):
+        return mask.argmax(1)
+
+    rng = np.random.default_rng(0)
+    collector = DMCCollector(games, None, first_legal, rng, gamma, by_hand=by_hand)
+    finished = collector.collect(200, epsilon=0.1)
+    assert len(finished) >= 200 and finished.episodes
+    return finished
 
 
 def test_exploration_falls_linearly_from_epsilon_start_to_epsilon():

@@ -10,9 +10,10 @@ snapshots and ``learner`` = every seat included), all legal (row, action) pairs 
 scored in one forward pass. Each :meth:`DMCLearner.train_step` plays until at least
 ``decisions_per_update`` learner decisions belong to finished episodes, then regresses (MSE,
 ``epochs`` passes of ``batch_size`` minibatches) ``Q(o, a)`` of each such decision onto its Monte
-Carlo return: what its seat was paid from that decision to the episode's end, credited as PPO's
-collector credits rewards. No bootstrapping and no critic: the target is the episode's outcome,
-as in DouZero.
+Carlo return: what its seat was paid from that decision to the end of its hand (``horizon``
+hand, the default: a game's later hands are new deals the decision does not choose) or of its
+episode (``horizon`` episode, DouZero's return), credited as PPO's collector credits rewards. No
+bootstrapping and no critic: the target is the outcome, as in DouZero.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import episode_summary
 
 OPTIMIZERS = ("adam", "rmsprop")
+HORIZONS = ("episode", "hand")
 EXPLORE, SHUFFLE, INIT = 1, 2, 3
 """Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
 exploration draws, the minibatch order, and (at step 0) the network's initial weights."""
@@ -62,6 +64,10 @@ class DMCConfig:
     """Passes over each update's decisions."""
     gamma: float = 1.0
     """Discount per later decision of the same seat (1: the return of the episode)."""
+    horizon: str = "hand"
+    """Where a decision's return stops: ``hand`` (the end of the hand it was taken in, which
+    pays the hand's penalty: later hands' deals, which the decision does not choose, only add
+    noise; needs ``reward`` penalty) or ``episode`` (its end: DouZero's return)."""
     epsilon: float = 0.05
     """Chance that an actor's decision is a uniformly random legal action (else the argmax of
     Q); with ``epsilon_start``, the rate it decays to."""
@@ -101,6 +107,13 @@ class DMCConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(
                 f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}"
+            )
+        if self.horizon not in HORIZONS:
+            raise ValueError(f"horizon must be one of {', '.join(HORIZONS)}; got {self.horizon!r}")
+        if self.horizon == "hand" and run.game.reward != "penalty":
+            raise ValueError(
+                "horizon hand needs reward penalty (a hand's end pays nothing with reward "
+                f"{run.game.reward!r}); use horizon episode"
             )
         if run.ray is not None:
             raise ValueError(
@@ -192,7 +205,10 @@ class DMCLearner:
         self.shuffle = th.Generator().manual_seed(
             spawn_seed(config.seed, GAMES_STREAM, steps, SHUFFLE)
         )
-        self.collector = DMCCollector(games, self.pool, self.greedy, rng, self.settings.gamma)
+        by_hand = self.settings.horizon == "hand"
+        self.collector = DMCCollector(
+            games, self.pool, self.greedy, rng, self.settings.gamma, by_hand
+        )
 
     def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The legal action of highest Q for each row (ties: the lowest index), all legal pairs

@@ -10,9 +10,9 @@ learner's ``greedy`` choice (all rows in one call); the opponents' rows are aske
 agents, one call per agent. Rewards are credited as PPO's collector credits them: a decision
 gets everything its seat was paid from that decision (included) until the seat's next decision
 or the episode's end (a seat paid before its first decision of an episode has nothing to
-credit). When an episode ends, each seat's decisions in it get their returns
-(:func:`discounted_returns`) and are ready; :meth:`DMCCollector.collect` hands out the ready ones
-and keeps the decisions of episodes in progress for later.
+credit). When an episode ends (with ``by_hand``, when a hand ends), each seat's decisions since
+the last such end get their returns (:func:`discounted_returns`) and are ready;
+:meth:`DMCCollector.collect` hands out the ready ones and keeps the others for later.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class Finished:
     """``(N,)`` int64: the acting seat."""
     episode: np.ndarray
     """``(N,)`` int64: the episode's number in its slot (:attr:`FinishedEpisode.episode`)."""
+    hand: np.ndarray
+    """``(N,)`` int64: the hand's number in its episode (0, 1, ...)."""
     episodes: list[FinishedEpisode]
     """The episodes that ended while collecting."""
 
@@ -68,8 +70,9 @@ class DMCCollector:
     episode ends and its return is known (see the module docstring).
 
     ``greedy(obs, mask) -> actions``: the learner's argmax-Q choice for rows of observations and
-    masks; ``rng``: the exploration draws. One collector for the whole run: episodes in progress
-    carry over from one :meth:`collect` to the next."""
+    masks; ``rng``: the exploration draws; ``by_hand``: a decision's return stops at the end of
+    its hand (what later hands pay is not counted), else at the episode's end. One collector for
+    the whole run: episodes in progress carry over from one :meth:`collect` to the next."""
 
     def __init__(
         self,
@@ -78,10 +81,12 @@ class DMCCollector:
         greedy: Callable[[np.ndarray, np.ndarray], np.ndarray],
         rng: np.random.Generator,
         gamma: float,
+        by_hand: bool = False,
     ):
         if not games.auto_forced:
             raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
         self.games, self.pool, self.greedy, self.rng, self.gamma = games, pool, greedy, rng, gamma
+        self.by_hand = by_hand
         batch, players = games.batch, games.config.players
         # The decisions of episodes in progress (and finished ones not yet handed out), one row
         # each; `prev` links a decision to its seat's previous one in the episode (-1: none).
@@ -92,11 +97,13 @@ class DMCCollector:
         self._prev = np.empty(capacity, dtype=np.int64)
         self._returns = np.zeros(capacity, dtype=np.float32)
         self._ready = np.zeros(capacity, dtype=np.bool_)
-        self._where = np.zeros((capacity, 3), dtype=np.int64)  # game, seat, episode
+        self._where = np.zeros((capacity, 4), dtype=np.int64)  # game, seat, episode, hand
         self._size = 0
+        self._n_ready = 0  # decisions of finished episodes not yet handed out
         self._open = np.full((batch, players), -1, dtype=np.int64)  # each seat's latest
         self._episode = np.zeros(batch, dtype=np.int64)
         self._decisions = np.zeros(batch, dtype=np.int64)
+        self._hand = np.zeros(batch, dtype=np.int64)
         self._kind = [LEARNER] * batch
         self._table = np.full((batch, players), None, dtype=object)
         self._learns = np.ones((batch, players), dtype=np.bool_)
@@ -145,8 +152,9 @@ class DMCCollector:
             picked = np.asarray(members)
             out[picked] = agent.act_batch(self.games.obs[picked], self.games.mask[picked])
 
-    def _close(self, game: int) -> None:
-        """The episode of ``game`` ended: every seat's decisions get their returns."""
+    def _settle(self, game: int) -> None:
+        """The returns of ``game``'s open decision chains are known: every seat's decisions
+        since the chain began get theirs and are ready."""
         for i in self._open[game][self._open[game] >= 0].tolist():
             chain = []
             while i >= 0:
@@ -156,7 +164,11 @@ class DMCCollector:
             returns = discounted_returns(self._rewards[chain].tolist(), self.gamma)
             self._returns[chain] = returns
             self._ready[chain] = True
+            self._n_ready += len(chain)
         self._open[game] = -1
+
+    def _close(self, game: int) -> None:
+        """The episode of ``game`` ended (its chains are settled): record it, draw the next."""
         games = self.games
         self._finished.append(
             FinishedEpisode(
@@ -166,7 +178,7 @@ class DMCCollector:
             )
         )  # fmt: skip
         self._episode[game] += 1
-        self._decisions[game] = 0
+        self._decisions[game] = self._hand[game] = 0
         if self.pool is not None:
             self._draw(game)
 
@@ -192,20 +204,26 @@ class DMCCollector:
             self._ready[rows] = False
             self._prev[rows] = self._open[mine, seats[mine]]
             self._open[mine, seats[mine]] = rows
-            self._where[rows] = np.stack([mine, seats[mine], self._episode[mine]], axis=1)
+            self._where[rows] = np.stack(
+                [mine, seats[mine], self._episode[mine], self._hand[mine]], axis=1
+            )
             self._decisions[mine] += 1
         games.step(acts)
         owned = self._open >= 0
         # Each (game, seat) has one latest decision, so the scatter-add has no repeats; a seat
         # paid before its first decision of the episode has nothing to credit.
         self._rewards[self._open[owned]] += games.rewards[owned]
+        settled = (games.done | games.hand_end) if self.by_hand else games.done
+        for game in np.flatnonzero(settled).tolist():
+            self._settle(game)
+        self._hand[games.hand_end] += 1
         for game in np.flatnonzero(games.done).tolist():
             self._close(game)
 
     def collect(self, n_decisions: int, epsilon: float) -> Finished:
         """Step until at least ``n_decisions`` learner decisions belong to finished episodes;
         hand them all out (in the order they were taken) and forget them."""
-        while int(self._ready[: self._size].sum()) < n_decisions:
+        while self._n_ready < n_decisions:
             self.step(epsilon)
         size = self._size
         ready = self._ready[:size]
@@ -213,7 +231,7 @@ class DMCCollector:
         where = self._where[taken]
         out = Finished(
             self._obs[taken], self._actions[taken], self._returns[taken], where[:, 0],
-            where[:, 1], where[:, 2], self._finished,
+            where[:, 1], where[:, 2], where[:, 3], self._finished,
         )  # fmt: skip
         self._finished = []
         # Keep the decisions of episodes in progress, renumbered (a seat's previous decision is
@@ -227,6 +245,7 @@ class DMCCollector:
             array[: len(kept)] = array[kept]
         self._prev[: len(kept)] = np.where(prev >= 0, position[np.maximum(prev, 0)], -1)
         self._ready[: len(kept)] = False
+        self._n_ready = 0
         self._size = len(kept)
         owned = self._open >= 0
         self._open[owned] = position[self._open[owned]]
