@@ -449,3 +449,13 @@ def test_exploration_falls_linearly_from_epsilon_start_to_epsilon():
     assert settings.exploration(500) == pytest.approx(0.15)
     assert settings.exploration(1000) == settings.exploration(10**6) == pytest.approx(0.05)
     assert make_config("dmc", epsilon=0.1).algo_config.exploration(0) == 0.1
+
+
+def test_init_starts_a_dmc_run_from_a_dmc_model_files_weights(done_run):
+    best = done_run / "best.safetensors"
+    learner = _learner(init=str(best))
+    _, state = read_dmc_model(best)
+    got = learner.state()
+    assert got.keys() == state.keys()
+    for key, value in state.items():
+        np.testing.assert_array_equal(got[key], value, err_msg=key)
