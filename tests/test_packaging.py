@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# One worker under pytest-xdist (make test runs --dist loadgroup): the wheel is built once.
+pytestmark = pytest.mark.xdist_group("packaging")
 NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv*", "__pycache__", "*.egg-info", "build", "runs", "results", "site",
     ".pytest_cache", ".hypothesis", ".ruff_cache",
