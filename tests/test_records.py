@@ -234,7 +234,7 @@ def test_tournament_json_is_a_records_file_whose_games_replay(tmp_path):
     data["partial"] = True
     (tmp_path / "tournament.json").write_text(json.dumps(data))
     key = {k: data[k] for k in ("agents_specs", "config", "seed", "deals")}
-    with pytest.raises(ValueError, match="records version 1, whose games keep no moves"):
+    with pytest.raises(ValueError, match="version 1 tournament file: its games keep no moves"):
         studies.partial_records(tmp_path, key)
 
 

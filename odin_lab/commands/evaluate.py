@@ -21,7 +21,10 @@ deal is played once per seat rotation; results do not depend on ``--workers``, n
 without an address; ``odin_lab.evaluation.distributed``). ``tournament
 --engine`` picks how games are played (``auto``: the batched engine when every agent has a
 batched form; the results of deterministic agents do not depend on it). Bad input exits with
-code 2 and a one-line error.
+code 2 and a one-line error, before any game; so does a full disk or an unwritable ``--out``.
+A results folder always describes one run: it is written beside itself and moved into place,
+so an earlier result there is replaced whole or left whole (``odin_lab.evaluation.results``).
+Ctrl-C (or a second one, or SIGTERM) keeps the finished work and says what it kept (exit 130).
 """
 
 from __future__ import annotations
@@ -244,7 +247,8 @@ def _show_parsers(sub: argparse._SubParsersAction) -> None:
 def show(args: argparse.Namespace, prog: str) -> int:
     """``replay`` and ``watch``: print the game; exit code 0, or 2 with one line."""
     from odin_lab.evaluation.narrate import Style, tell_record, use_colour
-    from odin_lab.evaluation.records import load_records, write_records
+    from odin_lab.evaluation.records import load_records, records_document, records_text
+    from odin_lab.evaluation.results import NotWrittenError, check_writable, write_file
 
     try:
         if args.command == "replay":
@@ -253,8 +257,8 @@ def show(args: argparse.Namespace, prog: str) -> int:
             config = _check_counts(args, args.agents)
             if args.seed < 0:
                 raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
-            if args.out is not None and args.out.is_dir():
-                raise ValueError(f"--out {args.out} is a folder: name a file")
+            if args.out is not None:
+                check_writable(args.out, folder=False)
             for spec in dict.fromkeys(args.agents):
                 check_agent(spec)
             records, source = _watch(args.agents, config, args.seed), ""
@@ -269,9 +273,13 @@ def show(args: argparse.Namespace, prog: str) -> int:
         print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
         return 130
     if args.command == "watch" and args.out is not None:
-        write_records(
-            args.out, records.config, records.specs, records.games, extra={"source": "watch"}
+        document = records_document(
+            records.config, records.specs, records.games, extra={"source": "watch"}
         )
+        try:
+            write_file(args.out, records_text(document).encode())
+        except NotWrittenError as e:
+            return cli.fail(prog, e)
     try:
         print("\n".join(lines))
         if args.command == "watch" and args.out is not None:
@@ -340,8 +348,9 @@ def _check_common(args: argparse.Namespace) -> None:
         require_ray()
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
-    if args.out.exists() and not args.out.is_dir():
-        raise ValueError(f"--out {args.out} is a file: name a folder (new or existing)")
+    from odin_lab.evaluation.results import check_writable
+
+    check_writable(args.out)
 
 
 def validate(args: argparse.Namespace) -> Config | None:
@@ -410,70 +419,84 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             return cli.fail(prog, e)
 
-    from odin_lab.evaluation import studies
-    from odin_lab.evaluation.leaderboard import LeaderboardInterrupted, leaderboard
+    from odin_lab.evaluation import results, studies
     from odin_lab.evaluation.provenance import provenance
-    from odin_lab.evaluation.tournament import TournamentInterrupted
 
-    progress = not args.no_progress
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
     if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
         specs = studies.showcase_agents()
-    try:
-        if args.command == "tournament":
-            _, text = studies.tournament(
-                args.agents, config, args.games, args.seed, args.out, args.workers, progress,
-                engine=args.engine, resume=args.resume, ray=args.ray,
-            )  # fmt: skip
-        elif args.command == "seating":
-            _, text = studies.seating(
-                args.agent, args.players, args.first_player, args.games, args.seed, args.out,
-                config, args.workers, progress, ray=args.ray,
-            )  # fmt: skip
-        elif args.command == "leaderboard":
-            _, text = leaderboard(
-                args.agents, config, args.games, args.seed, args.out, args.workers, progress,
-                most=args.tables, ray=args.ray,
-            )  # fmt: skip
-        elif args.command == "thresholds":
-            _, text = studies.thresholds(
-                args.agents, args.thresholds, args.games, args.seed, args.out, config,
-                args.workers, progress, ray=args.ray,
-            )  # fmt: skip
-        else:
-            text = studies.showcase(
-                args.out, args.workers, args.games, seed=args.seed, progress=progress, ray=args.ray
-            )
-    except LeaderboardInterrupted as stop:
-        if not stop.written:
-            print(
-                f"\n{prog}: interrupted before a table finished; nothing written", file=sys.stderr
-            )
-            return 130
-        kept = f"the {stop.tables_done} tables finished (of {stop.tables_planned})"
-        return _partial(prog, args.out, specs, kept, "")
-    except TournamentInterrupted as stop:
-        kept = f"the {stop.deals_done} deals finished"
-        return _partial(prog, args.out, specs, kept, "; add --resume to play the rest")
-    except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
-        return 130
-    except ValueError as e:
-        return cli.fail(prog, e)
-    studies.write_json(args.out / "provenance.json", provenance(specs))
-    print(text)
-    print(f"written under {args.out}/")
+    with results.stop_once():  # a second Ctrl-C waits for the finished work to be written
+        try:
+            text = _study(args, config, provenance(specs))
+        except KeyboardInterrupt as stop:
+            return _interrupted(prog, args.out, stop)
+        except results.NotWrittenError as e:
+            cli.fail(prog, e)
+            return 130 if results.interrupted_by(e) else 2
+        except ValueError as e:
+            return cli.fail(prog, e)
+        print(text)
+        print(f"written under {args.out}/")
     return 0
 
 
-def _partial(prog: str, out: Path, specs: list[str], kept: str, hint: str) -> int:
-    """After Ctrl-C with a partial result written: its provenance, one line saying what was
-    kept; exit code 130."""
-    from odin_lab.evaluation.provenance import provenance
-    from odin_lab.evaluation.studies import write_json
+def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str:
+    """Play and write the study of ``args.command``; return its printed text."""
+    from odin_lab.evaluation import studies
+    from odin_lab.evaluation.leaderboard import leaderboard
 
-    write_json(out / "provenance.json", provenance(specs))
-    print(f"\n{prog}: interrupted: {kept} are in {out}/ (marked partial){hint}", file=sys.stderr)
+    progress = not args.no_progress
+    common = {"progress": progress, "ray": args.ray, "provenance": origin}
+    if args.command == "tournament":
+        return studies.tournament(
+            args.agents, config, args.games, args.seed, args.out, args.workers,
+            engine=args.engine, resume=args.resume, **common,
+        )[1]  # fmt: skip
+    if args.command == "seating":
+        return studies.seating(
+            args.agent, args.players, args.first_player, args.games, args.seed, args.out,
+            config, args.workers, **common,
+        )[1]  # fmt: skip
+    if args.command == "leaderboard":
+        return leaderboard(
+            args.agents, config, args.games, args.seed, args.out, args.workers,
+            most=args.tables, **common,
+        )[1]  # fmt: skip
+    if args.command == "thresholds":
+        return studies.thresholds(
+            args.agents, args.thresholds, args.games, args.seed, args.out, config,
+            args.workers, **common,
+        )[1]  # fmt: skip
+    return studies.showcase(args.out, args.workers, args.games, seed=args.seed, **common)
+
+
+def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
+    """After Ctrl-C: one line saying what was kept in ``out`` and how to go on; exit code 130."""
+    from odin_lab.evaluation.leaderboard import LeaderboardInterrupted
+    from odin_lab.evaluation.results import Interrupted, committed
+    from odin_lab.evaluation.tournament import TournamentInterrupted
+
+    unchanged = f"nothing written (an earlier result in {out}/ is unchanged)"
+    if isinstance(stop, TournamentInterrupted) and stop.deals_done:
+        said = (
+            f"the {stop.deals_done} deals finished are in {out}/ (marked partial); "
+            "add --resume to play the rest"
+        )
+    elif isinstance(stop, LeaderboardInterrupted) and stop.written:
+        said = (
+            f"the {stop.tables_done} tables finished (of {stop.tables_planned}) are in {out}/ "
+            "(marked partial); run it again for every table"
+        )
+    elif isinstance(stop, Interrupted) and stop.kept:
+        said = f"{stop.kept} are in {out}/ (marked partial); run it again for the rest"
+    elif not isinstance(stop, (TournamentInterrupted, LeaderboardInterrupted, Interrupted)) and (
+        Path(out) in committed
+    ):
+        said = f"after the whole result was written to {out}/"
+    else:
+        before = "before a deal finished; " if isinstance(stop, TournamentInterrupted) else ""
+        said = f"{before}{unchanged}"
+    print(f"\n{prog}: interrupted: {said}", file=sys.stderr)
     return 130
 
 

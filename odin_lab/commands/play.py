@@ -8,7 +8,9 @@ Type a move as card names (``R3 Y3``), a number from the menu, ``pass`` or ``tak
 ``help`` explains, ``quit`` stops. The game is saved as a records file (default
 ``results/play/seed-SEED.json``) that ``python evaluate.py replay FILE`` tells; a game stopped
 early (``quit``, Ctrl-C, end of input) is saved too, marked unfinished. Game flags are the
-fields of ``odin_env.rules.Config``. Bad flags exit 2 with one line; Ctrl-C exits 130.
+fields of ``odin_env.rules.Config``. Bad flags exit 2 with one line, an ``--out`` that cannot be
+written too (checked before the game); Ctrl-C exits 130, and a second one waits for the save.
+A full disk at the end is one line (exit 2, or 130 after Ctrl-C), an earlier file left whole.
 """
 
 from __future__ import annotations
@@ -61,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
         seed = secrets.randbelow(2**31) if args.seed is None else args.seed
         out = args.out or Path("results/play") / f"seed-{seed}.json"
-        if out.is_dir():
-            raise ValueError(f"--out {out} is a folder: name a file")
+        from odin_lab.evaluation.results import check_writable
+
+        check_writable(out, folder=False)
         from odin_lab.evaluation.narrate import Style, use_colour
         from odin_lab.evaluation.play import QuitRequested, Session, save
+        from odin_lab.evaluation.results import NotWrittenError, stop_once
 
         style = Style(use_colour(sys.stdout, args.no_colour))
         session = Session(config, args.seat, args.opponents, seed, out, style)
@@ -75,17 +79,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(f"Odin, {config.players} players to {config.threshold} points, seed {seed}.", flush=True)
     code, stop = 0, ""
-    try:
-        session.run()
-    except QuitRequested:
-        stop = "you quit"
-    except EOFError:
-        stop = "end of input"
-    except KeyboardInterrupt:
-        code, stop = 130, "interrupted"
-    finished = save(out, config, seed, session.specs, session.actions)
-    state = "" if finished else f"{stop}: the unfinished game ({len(session.actions)} moves) "
-    print(f"\n{state or 'game '}saved to {out}; replay: python evaluate.py replay {out}")
+    with stop_once():  # a second Ctrl-C waits for the game to be saved
+        try:
+            session.run()
+        except QuitRequested:
+            stop = "you quit"
+        except EOFError:
+            stop = "end of input"
+        except KeyboardInterrupt:
+            code, stop = 130, "interrupted"
+        try:
+            finished = save(out, config, seed, session.specs, session.actions)
+        except NotWrittenError as e:
+            cli.fail(PROG, e)
+            return code or 2
+        state = "" if finished else f"{stop}: the unfinished game ({len(session.actions)} moves) "
+        print(f"\n{state or 'game '}saved to {out}; replay: python evaluate.py replay {out}")
     return code
 
 

@@ -48,6 +48,7 @@ from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, records_document, records_text
+from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 
 MAX_TABLES = 64
@@ -354,6 +355,7 @@ def leaderboard(
     progress: bool = True,
     most: int | None = None,
     ray: str | None = None,
+    provenance: dict | None = None,
 ) -> tuple[dict, str]:
     """Play the leaderboard of ``specs`` at tables of ``config.players`` (``games`` per table,
     rounded up to whole deals); write ``leaderboard.json`` (a records file: every game replays,
@@ -362,7 +364,9 @@ def leaderboard(
     and the printed table. ``ValueError`` for a leaderboard :func:`check` refuses.
 
     Ctrl-C writes the finished tables (``"partial": true``) and raises
-    :class:`LeaderboardInterrupted`; with no table finished it writes nothing."""
+    :class:`LeaderboardInterrupted`; with no table finished it writes nothing. The folder is
+    written as one result (:func:`odin_lab.evaluation.results.results_folder`), with
+    ``provenance`` as ``provenance.json`` when given."""
     specs = list(specs)
     check(specs, config.players, most)
     if games < 1:
@@ -375,16 +379,35 @@ def leaderboard(
     summary, records = summarise(specs, tables, played, config, seed, deals, selection)
     if stopped:
         summary["partial"] = True
-    write(Path(out), summary, records, config, specs)
+    write(Path(out), summary, records, config, specs, provenance, interrupted=stopped)
     if stopped:
         raise LeaderboardInterrupted(len(played), len(tables), written=True)
     return summary, leaderboard_table(summary, config)
 
 
+LEADERBOARD_FILES = ("leaderboard.json", "leaderboard.csv", "leaderboard.png", "leaderboard.pdf",
+                     "provenance.json")  # fmt: skip
+"""What a leaderboard's folder holds (an earlier result's files a new one lacks are removed)."""
+
+
 def write(
+    out: Path,
+    summary: dict,
+    records: Sequence[GameRecord],
+    config: Config,
+    specs: Sequence[str],
+    provenance: dict | None = None,
+    interrupted: bool = False,
+) -> None:
+    """``leaderboard.json``, ``leaderboard.csv``, ``leaderboard.png`` and ``.pdf``, as one
+    result in ``out``."""
+    with results_folder(out, LEADERBOARD_FILES, provenance, interrupted=interrupted) as stage:
+        _write_files(stage, summary, records, config, specs)
+
+
+def _write_files(
     out: Path, summary: dict, records: Sequence[GameRecord], config: Config, specs: Sequence[str]
 ) -> None:
-    """``leaderboard.json``, ``leaderboard.csv``, ``leaderboard.png`` and ``.pdf``, atomically."""
     from odin_lab.evaluation import (
         figures,  # here: the workers, which import this module, draw nothing
     )

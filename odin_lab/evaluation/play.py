@@ -27,6 +27,7 @@ from odin_env.rules import PHASE_NAMES, TAKING, Config, Game
 from odin_lab.evaluation.moves import HOW, MoveError, menu, move_name, parse_move
 from odin_lab.evaluation.narrate import Narrator, Style, seat_labels
 from odin_lab.evaluation.records import copy_game, write_person_game
+from odin_lab.evaluation.results import NotWrittenError, describe_error, held_interrupts
 from odin_lab.evaluation.tournament import GameRecord, agent_seed
 
 HUMAN = "human"
@@ -72,7 +73,14 @@ def session_record(config: Config, seed: int, seat_specs: Sequence[str], actions
 def save(path: Path, config: Config, seed: int, specs: Sequence[str], actions: Sequence[int]):
     """Write the session's records file; return whether the game was finished."""
     record, finished = session_record(config, seed, specs, actions)
-    write_person_game(path, config, specs, record, "play")
+    try:
+        with held_interrupts():
+            write_person_game(path, config, specs, record, "play")
+    except OSError as e:
+        raise NotWrittenError(
+            f"cannot save the game to {path} ({describe_error(e)}); an earlier file there is "
+            "unchanged"
+        ) from e
     return finished
 
 

@@ -1,8 +1,14 @@
 """The studies behind ``evaluate.py``: a tournament, the seating study, the thresholds study, and
 the showcase that ``make run`` runs. Each one plays games (:mod:`odin_lab.evaluation.tournament`),
 summarises them (:mod:`odin_lab.evaluation.stats`), writes JSON, CSV and one figure
-(:mod:`odin_lab.evaluation.figures`, as PNG and PDF) under its output folder (atomically: a temp
-file, then ``os.replace``) and returns its summary and a readable table.
+(:mod:`odin_lab.evaluation.figures`, as PNG and PDF) under its output folder and returns its
+summary and a readable table. The folder always describes one run
+(:func:`odin_lab.evaluation.results.results_folder`): every file is written beside it first and
+moved into place at the end, so an earlier result is replaced whole or left whole, also on a
+full disk, and a Ctrl-C during the write waits for it. Ctrl-C during the games writes the work
+finished, marked ``"partial": true``, and raises a ``KeyboardInterrupt`` that says what was kept
+(:class:`~odin_lab.evaluation.tournament.TournamentInterrupted`: a tournament, which
+``resume=True`` continues; :class:`~odin_lab.evaluation.results.Interrupted`: the others).
 
 Nothing written depends on the time or the number of workers, so a seeded study writes the same
 JSON, CSV and figure bytes every time.
@@ -22,8 +28,30 @@ from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation import figures, stats
 from odin_lab.evaluation.names import labels, short_names
-from odin_lab.evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, config_dict, records_text
-from odin_lab.evaluation.tournament import GameRecord, TournamentInterrupted, play_tournament
+from odin_lab.evaluation.records import (
+    RECORDS_FORMAT,
+    RECORDS_VERSION,
+    config_dict,
+    load_records,
+    records_text,
+    replay,
+)
+from odin_lab.evaluation.results import Interrupted, results_folder
+from odin_lab.evaluation.tournament import (
+    GameRecord,
+    TournamentInterrupted,
+    deal_seed,
+    play_tournament,
+    rotation_order,
+)
+
+TOURNAMENT_FILES = ("tournament.json", "games.csv", "agents.csv", "tournament.png",
+                    "tournament.pdf", "provenance.json")  # fmt: skip
+"""What a tournament's folder holds (an earlier result's files a new one lacks are removed)."""
+SEATING_FILES = ("seating.json", "seating.csv", "seating.png", "seating.pdf", "provenance.json")
+THRESHOLDS_FILES = ("thresholds.json", "thresholds.csv", "thresholds.png", "thresholds.pdf",
+                    "provenance.json")  # fmt: skip
+SHOWCASE_FILES = ("tournament", "seating", "showcase.txt", "provenance.json")
 
 # -- writing -----------------------------------------------------------------------------------
 
@@ -92,16 +120,19 @@ def tournament(
     engine: str = "auto",
     resume: bool = False,
     ray: str | None = None,
+    provenance: dict | None = None,
 ) -> tuple[dict, str]:
     """Play a rotated-seat tournament; write ``tournament.json``, ``games.csv``,
     ``agents.csv`` and ``tournament.png`` under ``out``; return the summary and a table.
     ``engine``, ``ray``: see :func:`odin_lab.evaluation.tournament.play_tournament` (every study
     takes ``ray``: its games as Ray tasks, the same files).
 
-    Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``) and
-    re-raises :class:`TournamentInterrupted`; ``resume=True`` continues a partial result in
-    ``out`` (same agents, settings and seed, else ``ValueError``) and, once complete, writes the
-    very files an uninterrupted run writes."""
+    Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``; nothing
+    when none finished) and re-raises :class:`TournamentInterrupted`; ``resume=True`` continues
+    a partial result in ``out`` (same agents, settings and seed, every kept game replayed and
+    checked, else ``ValueError``: :func:`partial_records`) and, once complete, writes the very
+    files an uninterrupted run writes. ``provenance``: written as ``provenance.json`` with the
+    result."""
     deals = deals_for(games, config.players)
     key = {"agents_specs": list(specs), "config": config_dict(config), "seed": seed, "deals": deals}
     done: list[GameRecord] = partial_records(Path(out), key) if resume else []
@@ -123,33 +154,74 @@ def tournament(
             else []
         )
     except TournamentInterrupted as stop:
-        _write_tournament(done + stop.records, specs, config, seed, deals, Path(out), partial=True)
+        if done or stop.records:
+            kept = done + stop.records
+            _write_tournament(kept, specs, config, seed, deals, Path(out), provenance, True)
         raise
-    summary = _write_tournament(records, specs, config, seed, deals, Path(out))
+    summary = _write_tournament(records, specs, config, seed, deals, Path(out), provenance)
     return summary, tournament_table(summary)
 
 
 def partial_records(out: Path, key: dict) -> list[GameRecord]:
-    """The games of the partial tournament in ``out/tournament.json``; ``ValueError`` when there
-    is none or it was played with other agents, settings, seed or size."""
-    path = out / "tournament.json"
+    """The games of the partial tournament in ``out/tournament.json``, each one checked; a
+    ``ValueError`` of one line when there is none, when it is unreadable, over a limit or not
+    a regular file (read by :func:`~odin_lab.evaluation.records.load_records`), when it was
+    played with other agents, settings, seed or size, and when a kept game is not the
+    tournament's game at its place (its deal, rotation, seed and seats) or does not replay from
+    its seed and actions to its recorded hands, totals and winners (a file edited since)."""
+    path = Path(out) / "tournament.json"
     try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError):
-        raise ValueError(f"--resume: no readable partial tournament at {path}") from None
-    if not saved.get("partial"):
+        saved = load_records(path)
+    except ValueError as e:
+        raise ValueError(f"--resume: {e}; start afresh without --resume") from None
+    if saved.extra.get("partial") is not True:
         raise ValueError(f"--resume: {path} is complete; nothing to resume")
-    if saved.get("version") != RECORDS_VERSION:
-        raise ValueError(
-            f"--resume: {path} is records version {saved.get('version', 1)}, whose games keep no "
-            f"moves; start the tournament afresh (without --resume)"
-        )
+    found = {"agents_specs": list(saved.specs), "config": config_dict(saved.config)}
     for name, value in key.items():
-        if saved.get(name) != value:
+        recorded = found[name] if name in found else saved.extra.get(name)
+        if recorded != value:
             raise ValueError(
-                f"--resume: {path} was played with {name} {saved.get(name)!r}, not {value!r}"
+                f"--resume: {path} was played with {name} {_short(recorded)}, not {_short(value)}"
             )
-    return [GameRecord.from_dict(r) for r in saved["game_records"]]
+    _check_kept(saved.games, saved.config, key["seed"], key["deals"], path)
+    return list(saved.games)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_kept(games: Sequence[GameRecord], config: Config, seed: int, deals: int, path) -> None:
+    """``ValueError`` naming the first kept game that is not game ``k`` of the tournament or
+    does not replay to its record (:func:`~odin_lab.evaluation.records.replay`)."""
+    n = config.players
+    if len(games) % n or len(games) > deals * n:
+        raise ValueError(
+            f"--resume: {path} holds {len(games)} games: not whole deals of {n} rotations, "
+            f"of at most {deals} deals; start afresh without --resume"
+        )
+    for k, game in enumerate(games):
+        deal, rotation = divmod(k, n)
+        where = f"--resume: {path}: game_records[{k}]"
+        if (game.deal, game.rotation) != (deal, rotation):
+            raise ValueError(
+                f"{where} is deal {game.deal} rotation {game.rotation}, not the tournament's "
+                f"deal {deal} rotation {rotation}"
+            )
+        if game.seed != deal_seed(seed, deal):
+            raise ValueError(f"{where}: seed {game.seed} is not the seed of deal {deal}")
+        if game.agents != rotation_order(n, rotation):
+            raise ValueError(
+                f"{where}: seats {list(game.agents)} are not rotation {rotation}'s "
+                f"{list(rotation_order(n, rotation))}"
+            )
+        if not game.winners:
+            raise ValueError(f"{where}: an unfinished game (no winners)")
+        try:
+            replay(game, config)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}; start afresh without --resume") from None
 
 
 def _write_tournament(
@@ -159,14 +231,9 @@ def _write_tournament(
     seed: int,
     deals: int,
     out: Path,
+    provenance: dict | None = None,
     partial: bool = False,
 ) -> dict:
-    if not records:  # interrupted before the first deal finished
-        summary = {"study": "tournament", "agents_specs": list(specs),
-                   "config": config_dict(config), "seed": seed, "deals": deals, "games": 0,
-                   "partial": True}  # fmt: skip
-        _write_records_json(out / "tournament.json", summary, [])
-        return summary
     agents = stats.agent_summary(records, specs)
     seats = stats.seat_win_rates(records)
     summary = {
@@ -183,11 +250,12 @@ def _write_tournament(
     }
     if partial:
         summary["partial"] = True
-    _write_records_json(out / "tournament.json", summary, records)
-    write_csv(out / "games.csv", game_rows(records, specs))
-    write_csv(out / "agents.csv", agents)
-    if not partial:
-        figures.save_figure(figures.tournament_figure(summary), out / "tournament.png")
+    with results_folder(out, TOURNAMENT_FILES, provenance, interrupted=partial) as stage:
+        _write_records_json(stage / "tournament.json", summary, records)
+        write_csv(stage / "games.csv", game_rows(records, specs))
+        write_csv(stage / "agents.csv", agents)
+        if not partial:
+            figures.save_figure(figures.tournament_figure(summary), stage / "tournament.png")
     return summary
 
 
@@ -240,25 +308,52 @@ def seating(
     workers: int = 1,
     progress: bool = True,
     ray: str | None = None,
+    provenance: dict | None = None,
 ) -> tuple[dict, str]:
     """The same agent in every seat: win rate by position counted clockwise from the game's
     first leader, with 95% CIs and a chi-square test of no seat effect, for each player count
-    and first-player rule. Writes ``seating.json``, ``seating.csv`` and ``seating.png``."""
-    cells = []
-    for rule in rules:
-        for n in players:
-            config = replace(base, players=n, first_player=rule, colours=None)
-            # Every seat holds the same agent, so rotating seats would replay the same games.
-            records = play_tournament(
-                [agent] * n, config, games, seed, rotate=False, workers=workers,
-                progress=progress, ray=ray,
-            )  # fmt: skip
-            positions = stats.seat_win_rates(records, from_leader=True)
-            test = stats.no_seat_effect([p["wins"] for p in positions])
-            cells.append(
-                {"players": n, "first_player": rule, "games": len(records),
-                 "positions": positions, **test}
-            )  # fmt: skip
+    and first-player rule. Writes ``seating.json``, ``seating.csv`` and ``seating.png``.
+    Ctrl-C writes the rows finished (no figure; ``"partial": true``) and raises
+    :class:`~odin_lab.evaluation.results.Interrupted` saying so."""
+    cells: list[dict] = []
+    try:
+        for rule in rules:
+            for n in players:
+                config = replace(base, players=n, first_player=rule, colours=None)
+                # Every seat holds the same agent, so rotating seats would replay the same games.
+                records = play_tournament(
+                    [agent] * n, config, games, seed, rotate=False, workers=workers,
+                    progress=progress, ray=ray,
+                )  # fmt: skip
+                positions = stats.seat_win_rates(records, from_leader=True)
+                test = stats.no_seat_effect([p["wins"] for p in positions])
+                cells.append(
+                    {"players": n, "first_player": rule, "games": len(records),
+                     "positions": positions, **test}
+                )  # fmt: skip
+    except KeyboardInterrupt:
+        _write_seating(
+            cells, agent, base, seed, games, Path(out), provenance, len(rules) * len(players)
+        )
+        raise
+    summary = _write_seating(cells, agent, base, seed, games, Path(out), provenance)
+    return summary, seating_table(summary)
+
+
+def _write_seating(
+    cells: list[dict],
+    agent: str,
+    base: Config,
+    seed: int,
+    games: int,
+    out: Path,
+    provenance: dict | None,
+    planned: int = 0,
+) -> dict:
+    """Write the seating study's files; ``planned``: the rows planned of a study interrupted
+    (its finished rows are written, marked partial, and :class:`Interrupted` raised)."""
+    if planned and not cells:
+        raise Interrupted("")
     summary = {
         "study": "seating",
         "agent": agent,
@@ -267,10 +362,20 @@ def seating(
         "games_per_cell": games,
         "cells": cells,
     }
-    out = Path(out)
-    write_json(out / "seating.json", summary)
+    if planned:
+        summary["partial"] = True
+    with results_folder(out, SEATING_FILES, provenance, interrupted=bool(planned)) as stage:
+        _write_seating_files(stage, summary)
+    if planned:
+        raise Interrupted(f"the {len(cells)} rows finished (of {planned})")
+    return summary
+
+
+def _write_seating_files(stage: Path, summary: dict) -> None:
+    cells = summary["cells"]
+    write_json(stage / "seating.json", summary)
     write_csv(
-        out / "seating.csv",
+        stage / "seating.csv",
         [
             {"players": c["players"], "first_player": c["first_player"], "position": p["seat"],
              "win_rate": p["win_rate"], "ci_low": p["ci_low"], "ci_high": p["ci_high"],
@@ -279,8 +384,8 @@ def seating(
             for p in c["positions"]
         ],
     )  # fmt: skip
-    figures.save_figure(figures.seating_figure(summary), out / "seating.png")
-    return summary, seating_table(summary)
+    if not summary.get("partial"):
+        figures.save_figure(figures.seating_figure(summary), stage / "seating.png")
 
 
 def seating_table(summary: dict) -> str:
@@ -316,11 +421,41 @@ def thresholds(
     workers: int = 1,
     progress: bool = True,
     ray: str | None = None,
+    provenance: dict | None = None,
 ) -> tuple[dict, str]:
     """For each threshold: the first agent's win rate, the hands per game and the draw rate,
     each with its 95% interval (Wilson for the rates, Student t for the mean). Writes
-    ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``."""
-    rows = []
+    ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``. Ctrl-C writes the rows
+    finished (no figure; ``"partial": true``) and raises
+    :class:`~odin_lab.evaluation.results.Interrupted` saying so."""
+    rows: list[dict] = []
+    try:
+        _threshold_rows(rows, specs, values, games, seed, base, workers, progress, ray)
+    except KeyboardInterrupt:
+        summary = _thresholds_summary(rows, specs, base, seed, partial=True)
+        if not rows:
+            raise Interrupted("") from None
+        with results_folder(out, THRESHOLDS_FILES, provenance, interrupted=True) as stage:
+            _write_thresholds_files(stage, summary)
+        raise Interrupted(f"the {len(rows)} rows finished (of {len(values)})") from None
+    summary = _thresholds_summary(rows, specs, base, seed)
+    with results_folder(out, THRESHOLDS_FILES, provenance) as stage:
+        _write_thresholds_files(stage, summary)
+    return summary, thresholds_table(summary)
+
+
+def _threshold_rows(
+    rows: list[dict],
+    specs: Sequence[str],
+    values: Sequence[int],
+    games: int,
+    seed: int,
+    base: Config,
+    workers: int,
+    progress: bool,
+    ray: str | None,
+) -> None:
+    """Play each threshold's games; append its row to ``rows`` as it finishes."""
     for threshold in values:
         config = replace(base, threshold=threshold)
         deals = deals_for(games, config.players)
@@ -345,6 +480,11 @@ def thresholds(
                 "draw_ci_high": draw_high,
             }
         )
+
+
+def _thresholds_summary(
+    rows: list[dict], specs: Sequence[str], base: Config, seed: int, partial: bool = False
+) -> dict:
     summary = {
         "study": "thresholds",
         "agents_specs": list(specs),
@@ -352,11 +492,16 @@ def thresholds(
         "seed": seed,
         "rows": rows,
     }
-    out = Path(out)
-    write_json(out / "thresholds.json", summary)
-    write_csv(out / "thresholds.csv", rows)
-    figures.save_figure(figures.thresholds_figure(summary), out / "thresholds.png")
-    return summary, thresholds_table(summary)
+    if partial:
+        summary["partial"] = True
+    return summary
+
+
+def _write_thresholds_files(stage: Path, summary: dict) -> None:
+    write_json(stage / "thresholds.json", summary)
+    write_csv(stage / "thresholds.csv", summary["rows"])
+    if not summary.get("partial"):
+        figures.save_figure(figures.thresholds_figure(summary), stage / "thresholds.png")
 
 
 def thresholds_table(summary: dict) -> str:
@@ -397,20 +542,26 @@ def showcase_agents() -> list[str]:
 
 
 def showcase(out: Path, workers: int = 1, games: int = 800, seating_games: int = 600,
-             seed: int = 0, progress: bool = True, ray: str | None = None) -> str:  # fmt: skip
+             seed: int = 0, progress: bool = True, ray: str | None = None,
+             provenance: dict | None = None) -> str:  # fmt: skip
     """What ``make run`` shows: a tournament of the built-in agents and a seat-effect table.
-    Returns the printed text (also written to ``showcase.txt``)."""
+    Returns the printed text (also written to ``showcase.txt``). Written as one result: Ctrl-C
+    leaves an earlier showcase whole and raises :class:`~odin_lab.evaluation.results.Interrupted`
+    (nothing kept: the showcase has no resume)."""
     specs = showcase_agents()
-    out = Path(out)
     config = Config(players=len(specs))
-    _, table = tournament(
-        specs, config, games, seed, out / "tournament", workers, progress, ray=ray
-    )
-    # greedy's games take this process a few seconds, less than starting workers would.
-    _, seats = seating(
-        "greedy", [config.players], ["rotate", "winner"], seating_games, seed,
-        out / "seating", config, 1, progress, ray,
-    )  # fmt: skip
-    text = f"{table}\n\n{seats}\n"
-    write_atomic(out / "showcase.txt", text.encode())
+    try:
+        with results_folder(out, SHOWCASE_FILES, provenance, hold=False) as stage:
+            _, table = tournament(
+                specs, config, games, seed, stage / "tournament", workers, progress, ray=ray
+            )
+            # greedy's games take this process a few seconds, less than starting workers would.
+            _, seats = seating(
+                "greedy", [config.players], ["rotate", "winner"], seating_games, seed,
+                stage / "seating", config, 1, progress, ray,
+            )  # fmt: skip
+            text = f"{table}\n\n{seats}\n"
+            write_atomic(stage / "showcase.txt", text.encode())
+    except KeyboardInterrupt:
+        raise Interrupted("") from None
     return text
