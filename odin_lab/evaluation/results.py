@@ -87,14 +87,17 @@ def held_interrupts(deliver: bool = True) -> Iterator[None]:
 
 @contextlib.contextmanager
 def stop_once() -> Iterator[None]:
-    """Within the block the first SIGINT or SIGTERM raises ``KeyboardInterrupt`` (where a
-    Python handler would), and every later one is dropped: the work finished is then saved
-    whole, however fast the second Ctrl-C follows. Outside the main thread: nothing changes."""
+    """Within the block the first SIGINT or SIGTERM raises ``KeyboardInterrupt``, and every
+    later one is dropped: the work finished is then saved whole, however fast the second Ctrl-C
+    follows. Both signals are caught even where they were ignored or left to the default (a
+    background launch inherits an ignored SIGINT; a plain ``kill`` would lose the work). After
+    a signal, both stay ignored when the block ends (the command is exiting with 130: a late
+    second Ctrl-C must not kill it on its way out); else the handlers before are restored.
+    Outside the main thread: nothing changes."""
     if not _settable():
         yield
         return
     stopped = False
-    previous = {}
 
     def first_only(signum: int, frame: object) -> None:
         nonlocal stopped
@@ -102,16 +105,15 @@ def stop_once() -> Iterator[None]:
             stopped = True
             raise KeyboardInterrupt
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            previous[signum] = handler
-            signal.signal(signum, first_only)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, first_only)
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            before = signal.SIG_DFL if handler is None else handler  # None: set outside Python
+            signal.signal(signum, signal.SIG_IGN if stopped else before)
 
 
 # -- paths -------------------------------------------------------------------------------------

@@ -367,7 +367,7 @@ def _write_seating(
     with results_folder(out, SEATING_FILES, provenance, interrupted=bool(planned)) as stage:
         _write_seating_files(stage, summary)
     if planned:
-        raise Interrupted(f"the {len(cells)} rows finished (of {planned})")
+        raise Interrupted(f"the rows finished ({len(cells)} of {planned})")
     return summary
 
 
@@ -437,7 +437,7 @@ def thresholds(
             raise Interrupted("") from None
         with results_folder(out, THRESHOLDS_FILES, provenance, interrupted=True) as stage:
             _write_thresholds_files(stage, summary)
-        raise Interrupted(f"the {len(rows)} rows finished (of {len(values)})") from None
+        raise Interrupted(f"the rows finished ({len(rows)} of {len(values)})") from None
     summary = _thresholds_summary(rows, specs, base, seed)
     with results_folder(out, THRESHOLDS_FILES, provenance) as stage:
         _write_thresholds_files(stage, summary)

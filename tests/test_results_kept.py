@@ -1,0 +1,323 @@
+"""Issue 24, class 3: a results folder always describes one run, whatever stops the command: two
+Ctrl-C 50 ms apart keep the finished work and say truly what was kept, a full disk (a real 2 MiB
+tmpfs where it can be mounted, else a simulated ENOSPC) and an unwritable --out are one line
+with exit 2 and leave the earlier result whole."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from odin_env.rules import Config
+from odin_lab.commands import evaluate
+from odin_lab.commands import play as play_command
+from odin_lab.evaluation import leaderboard, results, studies
+from odin_lab.evaluation.records import config_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def run(*args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, input=stdin, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def lines_of(stderr: str) -> list[str]:
+    """The lines a person reads (the progress bar's redraws dropped)."""
+    lines = stderr.replace("\r", "\n").splitlines()
+    return [line for line in lines if line.strip() and not re.search(r"\d+%\|", line)]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (paths relative to it) with its bytes."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def double_ctrl_c(proc: subprocess.Popen, total: int, least: int) -> str:
+    """Read the progress bar until at least ``least`` of ``total`` games are done, then send
+    Ctrl-C twice, 50 ms apart, to the whole process group as a terminal does; return stderr."""
+    shown = ""
+    while True:
+        char = proc.stderr.read(1)
+        if not char:
+            pytest.fail(f"the command finished before Ctrl-C: {shown[-300:]!r}")
+        shown += char
+        counts = [int(n) for n in re.findall(rf"(\d+)/{total}\b", shown)]
+        if counts and least <= counts[-1] < total:
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    return shown + err
+
+
+def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_accepts_them(
+    tmp_path,
+):
+    out = tmp_path / "t"
+    common = ["evaluate.py", "tournament", "--agents", "random", "random", "random", "random",
+              "--threshold", "5", "--engine", "single", "--workers", "2"]  # fmt: skip
+    done = run(*common, "--games", "8", "--seed", "1", "--out", str(out), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert (out / "tournament.png").exists() and (out / "tournament.pdf").exists()
+    (out / "notes.txt").write_text("mine")  # not the study's: never touched
+
+    proc = start(*common, "--games", "4000", "--seed", "5", "--out", str(out))
+    err = double_ctrl_c(proc, 4000, 40)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    said = lines_of(err)
+    assert len(said) == 1 and "deals finished are in" in said[0] and "--resume" in said[0], said
+    saved = json.loads((out / "tournament.json").read_text())
+    assert saved["partial"] is True and saved["seed"] == 5
+    games = len(saved["game_records"])
+    assert 0 < games < 4000 and games % 4 == 0
+    assert f"the {games // 4} deals finished" in said[0]
+    # One run: the earlier figures are gone, the provenance is this run's, no staging left.
+    assert not (out / "tournament.png").exists() and not (out / "tournament.pdf").exists()
+    assert "4000" in json.loads((out / "provenance.json").read_text())["command"]
+    assert (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["tournament.json", "games.csv", "agents.csv", "provenance.json", "notes.txt"]
+    )
+    # What --resume would continue from: every kept game replays to its record.
+    key = {"agents_specs": ["random"] * 4, "config": config_dict(Config(players=4, threshold=5)),
+           "seed": 5, "deals": 1000}  # fmt: skip
+    assert len(studies.partial_records(out, key)) == games
+
+
+def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
+    out = tmp_path / "lb"
+    proc = start(
+        "evaluate.py", "leaderboard", "--agents", "random", "greedy", "shaper", "planner",
+        "--players", "2", "--games", "600", "--threshold", "5", "--workers", "2",
+        "--out", str(out),
+    )  # fmt: skip
+    err = double_ctrl_c(proc, 6 * 600, 600)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    said = lines_of(err)
+    assert len(said) == 1 and "tables finished (of 6) are in" in said[0], said
+    saved = json.loads((out / "leaderboard.json").read_text())
+    assert saved["partial"] is True and 0 < len(saved["tables"]) < 6
+    assert f"the {len(saved['tables'])} tables finished" in said[0]
+
+
+@pytest.mark.parametrize("command", ["seating", "thresholds"])
+def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_offers_no_resume(
+    command, tmp_path, monkeypatch, capsys
+):
+    real, calls = studies.play_tournament, []
+
+    def play(*args, **kwargs):
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(studies, "play_tournament", play)
+    out = tmp_path / command
+    argv = {
+        "seating": ["seating", "--agent", "greedy", "--players", "2", "3", "--start-rule",
+                    "rotate", "--games", "8"],
+        "thresholds": ["thresholds", "--agents", "greedy", "random", "--thresholds", "3", "5",
+                       "--games", "8"],
+    }[command]  # fmt: skip
+    assert evaluate.main([*argv, "--no-progress", "--out", str(out)]) == 130
+    said = lines_of(capsys.readouterr().err)
+    assert said == [
+        f"evaluate.py {command}: interrupted: the rows finished (1 of 2) are in {out}/ "
+        "(marked partial); run it again for the rest"
+    ]
+    saved = json.loads((out / f"{command}.json").read_text())
+    assert saved["partial"] is True
+    assert len(saved["cells" if command == "seating" else "rows"]) == 1
+    assert (out / "provenance.json").exists() and not (out / f"{command}.png").exists()
+    # Stopped before a row finished: nothing written, and the message says so.
+    calls[:] = [1, 1]
+    monkeypatch.setattr(studies, "play_tournament", lambda *a, **k: (_ for _ in ()).throw(
+        KeyboardInterrupt))  # fmt: skip
+    before = snapshot(out)
+    assert evaluate.main([*argv, "--no-progress", "--out", str(out)]) == 130
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and "nothing written" in said[0] and "--resume" not in said[0]
+    assert snapshot(out) == before
+
+
+# -- a full disk -------------------------------------------------------------------------------
+
+COMMANDS = {
+    "tournament": ["evaluate.py", "tournament", "--agents", "greedy", "random", "--games", "6",
+                   "--threshold", "5", "--no-progress", "--seed", "{seed}", "--out", "{out}"],
+    "seating": ["evaluate.py", "seating", "--agent", "greedy", "--players", "2", "--games", "6",
+                "--threshold", "5", "--no-progress", "--seed", "{seed}", "--out", "{out}"],
+    "thresholds": ["evaluate.py", "thresholds", "--agents", "greedy", "random", "--thresholds",
+                   "3", "5", "--games", "6", "--no-progress", "--seed", "{seed}", "--out", "{out}"],
+    "leaderboard": ["evaluate.py", "leaderboard", "--agents", "greedy", "random", "shaper",
+                    "--players", "2", "--games", "4", "--threshold", "5", "--no-progress",
+                    "--seed", "{seed}", "--out", "{out}"],
+    "watch": ["evaluate.py", "watch", "--agents", "greedy", "random", "--threshold", "5",
+              "--no-colour", "--seed", "{seed}", "--out", "{out}/game.json"],
+    "play": ["play.py", "--opponents", "random", "--threshold", "5", "--seed", "{seed}",
+             "--no-colour", "--out", "{out}/mine.json"],
+}  # fmt: skip
+"""A small run of every command that writes results; ``{seed}`` is where a run differs from
+the earlier one (every command takes ``--seed``)."""
+
+SIMULATED_FULL_DISK = (
+    "import errno, os, runpy, sys\n"
+    "def full(fd): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+    "os.fsync = full\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+"""A command run as itself, but every file it writes fails as on a full disk (fsync: each
+write_atomic calls it before the rename)."""
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A folder on a 2 MiB tmpfs (``("tmpfs", folder)``), or, where mounting is not allowed,
+    a plain folder whose writes the command's process makes fail (``("simulated", folder)``)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True
+    ).returncode == 0  # fmt: skip
+    yield ("tmpfs" if mounted else "simulated"), disk
+    if mounted:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> None:
+    """Fill the file system of ``disk`` to the last byte."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (1 << 16, 1 << 12, 1):
+            while True:
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError as e:
+                    assert e.errno == errno.ENOSPC
+                    break
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_full_disk_is_one_line_and_leaves_the_earlier_result_whole(command, small_disk):
+    kind, disk = small_disk
+    out = disk / "out"
+    earlier = run(*[a.format(out=out, seed=1) for a in COMMANDS[command]], stdin="quit\n")
+    assert earlier.returncode == 0, earlier.stderr
+    before = snapshot(out)
+    assert before
+    again = [a.format(out=out, seed=2) for a in COMMANDS[command]]
+    if kind == "tmpfs":
+        fill(disk)
+        done = run(*again, stdin="quit\n")
+    else:
+        done = run("-c", SIMULATED_FULL_DISK, *again, stdin="quit\n")
+    said = lines_of(done.stderr)
+    assert done.returncode == 2, (kind, done.stderr)
+    assert "Traceback" not in done.stderr and len(said) == 1, (kind, done.stderr)
+    assert "no space left" in said[0], said
+    assert snapshot(out) == before  # the earlier result, whole; no staging folder left
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_full_disk_while_saving_the_deals_kept_after_ctrl_c_exits_130(
+    tmp_path, monkeypatch, capsys
+):
+    def interrupted(*args, **kwargs):
+        from odin_lab.evaluation.tournament import TournamentInterrupted, play_tournament
+
+        records = play_tournament(*args, **{**kwargs, "start": 0})[: 2 * 2]
+        raise TournamentInterrupted(records, 2)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(studies, "play_tournament", interrupted)
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "t"
+    argv = ["tournament", "--agents", "greedy", "random", "--games", "20", "--no-progress",
+            "--out", str(out)]  # fmt: skip
+    assert evaluate.main(argv) == 130
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and "no space left" in said[0], said
+    assert not out.exists()  # created by the command, removed again: nothing half-written
+
+
+# -- unwritable paths --------------------------------------------------------------------------
+
+
+def _never_played(*args, **kwargs):
+    raise AssertionError("a game was played before the --out was checked")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tournament", "--agents", "greedy", "random", "--out", "{bad}"],
+        ["seating", "--agent", "greedy", "--out", "{bad}"],
+        ["thresholds", "--agents", "greedy", "random", "--out", "{bad}"],
+        ["leaderboard", "--agents", "greedy", "random", "--out", "{bad}"],
+        ["showcase", "--out", "{bad}"],
+        ["watch", "--agents", "greedy", "random", "--out", "{file}"],
+    ],
+)
+@pytest.mark.parametrize("where", ["under a file", "in an unwritable folder"])
+def test_an_unwritable_out_is_refused_before_any_game(argv, where, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep")
+    base = blocker if where == "under a file" else Path("/proc/odin-lab-test")
+    monkeypatch.setattr(studies, "play_tournament", _never_played)
+    monkeypatch.setattr(leaderboard, "play_tournament", _never_played)
+    monkeypatch.setattr(evaluate, "_watch", _never_played)
+    args = [a.format(bad=base / "out", file=base / "game.json") for a in argv]
+    assert evaluate.main(args) == 2
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and "--out" in said[0], said
+    assert ("not a folder" if where == "under a file" else "cannot write") in said[0], said
+    assert blocker.read_text() == "keep"
+
+
+@pytest.mark.parametrize("out", ["/etc/passwd/x.json", "/proc/odin-lab-test/x.json", "{tmp}"])
+def test_play_refuses_an_out_it_cannot_write_before_the_game(out, tmp_path, monkeypatch, capsys):
+    from odin_lab.evaluation import play as play_module
+
+    monkeypatch.setattr(play_module.Session, "run", _never_played)
+    path = out.format(tmp=tmp_path)
+    assert play_command.main(["--opponents", "random", "--seed", "3", "--out", path]) == 2
+    captured = capsys.readouterr()
+    said = lines_of(captured.err)
+    assert len(said) == 1 and f"--out {path}" in said[0], said
+    assert "Odin," not in captured.out  # the game never began
+
+
+def test_check_writable_creates_nothing(tmp_path):
+    results.check_writable(tmp_path / "new" / "deeper")
+    results.check_writable(tmp_path / "new" / "file.json", folder=False)
+    assert list(tmp_path.iterdir()) == []
