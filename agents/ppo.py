@@ -29,6 +29,8 @@ import numpy as np
 
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
+from agents.model_check import ACTIVATIONS as _ACTIVATIONS
+from agents.model_check import check_model
 from odin_env.cards import NUM_CARDS, NUM_VALUES
 from odin_env.combos import COMBO_CARDS, COMBO_MASKS, NUM_COMBOS
 from odin_env.observation import LAYOUT, OBS_SIZE
@@ -38,7 +40,6 @@ BUNDLED_DIR = Path(__file__).resolve().parent / "models"
 BUNDLED_MODEL = BUNDLED_DIR / "ppo_4p.safetensors"
 """The bundled model of ``PPOAgent.load()``, and the one :class:`BundledPPO` plays at a table
 size that has no model of its own."""
-_ACTIVATIONS = {"ReLU": lambda x: np.maximum(x, 0.0), "Tanh": np.tanh}
 
 
 def _action_features() -> np.ndarray:
@@ -258,69 +259,8 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]
             f"cannot load PPO model {path}: not a readable odin-lab model file "
             f"({type(error).__name__}: {first})"
         ) from None
-    _check_info(path, info, state)
+    check_model(path, info, state)
     return info, state
-
-
-def _check_info(path: Path, info: Any, state: dict[str, np.ndarray]) -> None:
-    """``ValueError`` naming the problem when a model file's metadata or weights cannot be the
-    lab's policy: architecture and sizes as documented, finite floating-point weights whose
-    actor layers chain from the observation to the actions."""
-    arch = info.get("architecture") if isinstance(info, dict) else None
-    activation = arch.get("activation") if isinstance(arch, dict) else None
-    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
-        raise ValueError(
-            f"cannot load PPO model {path}: its metadata has no usable architecture (activation "
-            f"one of {', '.join(_ACTIVATIONS)})"
-        )
-    prior = arch.get("prior")
-    if prior is not None and (not isinstance(prior, str) or prior not in HEURISTICS):
-        raise ValueError(
-            f"cannot load PPO model {path}: prior {prior!r} is not one of {', '.join(HEURISTICS)}"
-        )
-    players = info.get("players")
-    if players is not None and (
-        isinstance(players, bool) or not isinstance(players, int)
-        or not MIN_PLAYERS <= players <= MAX_PLAYERS
-    ):  # fmt: skip
-        raise ValueError(
-            f"cannot load PPO model {path}: players must be {MIN_PLAYERS}-{MAX_PLAYERS} or null; "
-            f"got {players!r}"
-        )
-    expected = OBS_SIZE + (prior is not None)
-    if (
-        info.get("observation_size") != expected
-        or info.get("num_actions") != NUM_ACTIONS
-        or "action_net.weight" not in state
-    ):
-        raise ValueError(
-            f"incompatible PPO model {path}: observations {info.get('observation_size')}, actions "
-            f"{info.get('num_actions')}; Odin needs {expected} and {NUM_ACTIONS} "
-            "(was it trained on this version?)"
-        )
-    for name, array in state.items():
-        if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
-            raise ValueError(
-                f"cannot load PPO model {path}: tensor {name} is not finite floating-point "
-                "numbers (NaN, infinity or integers): the file cannot be a trained policy"
-            )
-    hidden = sorted(
-        {int(k.split(".")[2]) for k in state if k.startswith("mlp_extractor.policy_net.")}
-    )
-    width = OBS_SIZE
-    for key in [f"mlp_extractor.policy_net.{i}" for i in hidden] + ["action_net"]:
-        weight, bias = state.get(f"{key}.weight"), state.get(f"{key}.bias")
-        if (
-            weight is None or bias is None or weight.ndim != 2 or weight.shape[1] != width
-            or bias.shape != (weight.shape[0],)
-        ):  # fmt: skip
-            raise ValueError(
-                f"cannot load PPO model {path}: layer {key} does not take {width} inputs as a "
-                "weight matrix and bias (the actor's layers must chain)"
-            )
-        width = weight.shape[0]
-    if width != NUM_ACTIONS:
-        raise ValueError(f"cannot load PPO model {path}: the actor scores {width} actions")
 
 
 def model_info(
@@ -416,7 +356,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray
         info["observation_size"] = obs_shape[0] if obs_shape else None
     if getattr(data.get("action_space"), "n", None) != NUM_ACTIONS:
         info["num_actions"] = getattr(data.get("action_space"), "n", None)
-    _check_info(path, info, state)
+    check_model(path, info, state)
     return info, state
 
 
