@@ -167,9 +167,16 @@ def test_ctrl_c_writes_the_finished_tables_and_says_so(tmp_path, monkeypatch, ca
         (["--agents", "planner", "bogus", "random"], "unknown agent spec 'bogus'"),
         (
             ["--agents", "planner", "greedy", "random", "--players", "2", "--tables", "1"],
-            "--tables must be an integer >= 2",
+            "--tables must be an integer 2-1,000,000",
         ),  # fmt: skip
-        (["--agents", "planner", "greedy", "random", "--games", "0"], "--games must be 1-1,000,000"),
+        (
+            ["--agents", "planner", "greedy", "random", "--players", "2", "--tables", "9" * 30],
+            "--tables must be an integer 2-1,000,000",
+        ),  # fmt: skip
+        (
+            ["--agents", "planner", "greedy", "random", "--games", "0"],
+            "--games must be 1-1,000,000",
+        ),
         (["--agents", "planner", "greedy", "random", "--games", "x"], "invalid int"),
         (["--agents", "planner", "greedy", "random", "--threshold", "0"], "threshold"),
     ],

@@ -80,6 +80,13 @@ def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
     p.set_defaults(default_workers=workers)
 
 
+def cli_path(text: str) -> Path:
+    """A path flag's value: an empty one is refused (``Path("")`` would be the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must name a path; got {text!r}")
+    return Path(text)
+
+
 def parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
     root = cli.Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=SPECS)
@@ -88,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tournament", epilog=SPECS, help="agents play seeded deals from every seat")
     t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
     t.add_argument("--games", type=int, default=2000)
-    t.add_argument("--out", type=Path, default=Path("results/tournament"))
+    t.add_argument("--out", type=cli_path, default=Path("results/tournament"))
     t.add_argument(
         "--engine", choices=("auto", "single", "batched"), default="auto",
         help="batched: many games at once (every agent but search); auto: batched when every "
@@ -109,7 +116,7 @@ def parser() -> argparse.ArgumentParser:
         "--first-player", "--start-rule", dest="first_player", nargs="+",
         default=["rotate", "winner"], help=", ".join(FIRST_PLAYER_RULES),
     )  # fmt: skip
-    s.add_argument("--out", type=Path, default=Path("results/seating"))
+    s.add_argument("--out", type=cli_path, default=Path("results/seating"))
     _game_flags(s, players_many=True)
 
     h = sub.add_parser(
@@ -121,7 +128,7 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
     h.add_argument("--games", type=int, default=2000, help="games per threshold")
-    h.add_argument("--out", type=Path, default=Path("results/thresholds"))
+    h.add_argument("--out", type=cli_path, default=Path("results/thresholds"))
     _game_flags(h)
 
     b = sub.add_parser(
@@ -140,11 +147,11 @@ def parser() -> argparse.ArgumentParser:
         help="most tables: with more combinations of agents, a seeded balanced sample of this "
         "many (default: evaluation.leaderboard.MAX_TABLES)",
     )  # fmt: skip
-    b.add_argument("--out", type=Path, default=Path("results/leaderboard"))
+    b.add_argument("--out", type=cli_path, default=Path("results/leaderboard"))
     _game_flags(b, players_help="seats per table (2-6); default: 4, or one per agent if fewer")
 
     w = sub.add_parser("showcase", help="the tournament and seat table that `make run` shows")
-    w.add_argument("--out", type=Path, default=Path("results/showcase"))
+    w.add_argument("--out", type=cli_path, default=Path("results/showcase"))
     w.add_argument("--games", type=int, default=800)
     w.add_argument("--seed", type=int, default=0)
     _parallel_flags(w, workers=2)
@@ -238,7 +245,7 @@ def _show_parsers(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
     cli.add_fields(v, Config, skip={"players", "seed"})
     v.add_argument("--seed", type=int, default=0, help="seed of the deal (>= 0)")
-    v.add_argument("--out", type=Path, help="also save the game as a records file")
+    v.add_argument("--out", type=cli_path, help="also save the game as a records file")
     for p in (r, v):
         p.add_argument("--seat", type=int, help="tell it as this seat sees it (default: all open)")
         p.add_argument("--no-colour", action="store_true", help="no ANSI colours")

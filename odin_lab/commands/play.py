@@ -23,6 +23,7 @@ from pathlib import Path
 
 from odin_env.rules import Config
 from odin_lab import cli
+from odin_lab.commands.evaluate import cli_path
 
 PROG = cli.program("play.py")
 GAME_FLAGS = [f.name for f in fields(Config) if f.name != "seed"]
@@ -42,7 +43,9 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--seat", type=int, default=0, help="your seat, 0 .. players - 1 (default 0)")
     p.add_argument("--seed", type=int, help="seed of the deals (>= 0; default: drawn and shown)")
-    p.add_argument("--out", type=Path, help="records file (default results/play/seed-SEED.json)")
+    p.add_argument(
+        "--out", type=cli_path, help="records file (default results/play/seed-SEED.json)"
+    )
     p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
     cli.add_fields(p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"})
     return p

@@ -71,6 +71,11 @@ class LeaderboardInterrupted(KeyboardInterrupt):
 # -- the tables --------------------------------------------------------------------------------
 
 
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
 def check(specs: Sequence[str], players: int, most: int | None = None) -> None:
     """``ValueError`` (one line, naming the problem and what is allowed) for a leaderboard that
     cannot be planned: repeated agents, fewer agents than seats, too few tables to seat every
@@ -87,10 +92,12 @@ def check(specs: Sequence[str], players: int, most: int | None = None) -> None:
             f"give at least {players} agents, or fewer --players"
         )
     least = -(-len(specs) // players)
-    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < least):
+    if most is not None and (
+        isinstance(most, bool) or not isinstance(most, int) or not least <= most <= MAX_COMBINATIONS
+    ):
         raise ValueError(
-            f"--tables must be an integer >= {least} (enough tables of {players} to seat all "
-            f"{len(specs)} agents); got {most}"
+            f"--tables must be an integer {least}-{MAX_COMBINATIONS:,} (at least enough tables "
+            f"of {players} to seat all {len(specs)} agents); got {_short(most)}"
         )
     if math.comb(len(specs), players) > MAX_COMBINATIONS:
         raise ValueError(
