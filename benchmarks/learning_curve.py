@@ -6,9 +6,10 @@ A new learner is trained with the algorithm's default settings (changed with ``-
 e.g. ``--set critic=full``) on the batched engine (``selfplay_batch`` games in lockstep, one torch
 thread, one core) against ``--train-opponents``, seeded by ``--seed`` as
 :func:`odin_lab.training.train` seeds a run, through the learner interface the run services use
-(:class:`odin_lab.training.learner.Learner`). When the
-training clock passes each of ``--minutes`` (at the end of the update that crosses it, never two
-points on one update) the clock stops while the policy is saved as ``OUT/minutes-M.safetensors``
+(:class:`odin_lab.training.learner.Learner`). When the training clock passes each of
+``--minutes`` (or the learner each of ``--steps`` decisions; at the end of the update that
+crosses it, never two points on one update) the clock stops while the policy is saved as
+``OUT/minutes-M.safetensors`` (``steps-N``)
 and plays ``--deals`` deals, each from every seat (x4 games), against three copies of each
 ``--opponents`` agent: the same deals, from ``--eval-seed``, at every point and against every
 opponent. A row is printed per (point, opponent) as soon as it is known; after each point
@@ -80,6 +81,13 @@ def parse_args(argv: list[str] | None = None) -> Any:
         help="the algorithm's settings, as train.py's flags name them (e.g. critic=full)",
     )
     add("--minutes", type=float, nargs="+", default=[10, 30, 60], help="training time points")
+    add(
+        "--steps",
+        type=int,
+        nargs="+",
+        help="instead of --minutes: points in learner decisions (a budget the machine's load "
+        "does not change)",
+    )
     add("--deals", type=int, default=500, help="deals per evaluation, each from every seat")
     add("--seed", type=int, default=0, help="seed of the training run")
     add("--eval-seed", type=int, default=20261203, help="seed of the evaluation deals")
@@ -98,6 +106,9 @@ def parse_args(argv: list[str] | None = None) -> Any:
         parser.error(f"--minutes must be positive numbers of minutes; got {minutes}")
     if any(b <= a for a, b in zip(minutes, minutes[1:])):
         parser.error(f"--minutes must be strictly increasing (e.g. 10 30 60); got {minutes}")
+    steps = args.steps or []
+    if any(n < 1 for n in steps) or any(b <= a for a, b in zip(steps, steps[1:])):
+        parser.error(f"--steps must be strictly increasing positive integers; got {steps}")
     for flag, least in {"--deals": 1, "--workers": 1, "--seed": 0, "--eval-seed": 0}.items():
         value = getattr(args, flag[2:].replace("-", "_"))
         if value < least:
@@ -224,20 +235,24 @@ def main(argv: list[str] | None = None) -> None:
     out: Path = args.out
     th.set_num_threads(config.torch_threads)
     learner = ALGORITHMS[args.algo].learner(config)
-    marks = [60.0 * m for m in args.minutes]
+    # Points in training seconds, or (--steps) in learner decisions.
+    marks = [float(n) for n in args.steps] if args.steps else [60.0 * m for m in args.minutes]
     clock = {"trained": 0.0, "since": 0.0}  # training seconds so far; when the clock last ran
-    bar = tqdm(total=round(marks[-1]), unit="s", desc="training clock", disable=None, leave=False)
+    unit = "decision" if args.steps else "s"
+    bar = tqdm(total=round(marks[-1]), unit=unit, desc="training", disable=None, leave=False)
 
     def point() -> bool:
         """After each update: advance the clock; at a time point, stop it and measure."""
         now = time.perf_counter()
         clock["trained"] += now - clock["since"]
         done = len(report["results"]) // len(args.opponents)
-        bar.update(min(round(clock["trained"]), bar.total) - bar.n)
+        reached = learner.steps if args.steps else clock["trained"]
+        bar.update(min(round(reached), bar.total) - bar.n)
         bar.set_postfix_str(f"{learner.steps:,} decisions")
-        if clock["trained"] >= marks[done]:
-            minutes = args.minutes[done]
-            path = out / f"minutes-{minutes:g}.safetensors"
+        if reached >= marks[done]:
+            minutes = round(clock["trained"] / 60, 2) if args.steps else args.minutes[done]
+            name = f"steps-{args.steps[done]}" if args.steps else f"minutes-{minutes:g}"
+            path = out / f"{name}.safetensors"
             learner.write_player(path, provenance(config))
             for opponent in args.opponents:
                 result = evaluate(

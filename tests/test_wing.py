@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
+from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config
 from odin_lab.training import make_config, read_config, train
 from odin_lab.training.checkpoints import checkpoint_step
@@ -191,3 +192,36 @@ def test_a_diverged_step_stops_the_run_with_one_line_and_keeps_the_last_checkpoi
         train(config)
     assert f"step {steps[1]:,}, is intact" in str(stop.value)
     assert checkpoint_step(tmp_path / "nan" / "checkpoint.safetensors") == steps[1]
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dmc"])
+def test_the_device_setting_puts_the_networks_there_or_says_why_not(tmp_path, algo):
+    """``auto`` trains here (on CUDA when there is one, else the CPU); ``cuda`` without a CUDA
+    device is one line naming the setting; the played model is the same numpy file either way."""
+    import torch as th
+
+    from agents.registry import make
+    from odin_lab.training import TrainingError
+
+    small = {"ppo": dict(n_envs=2, n_steps=32, batch_size=64, net_pi=[16], net_vf=[16]),
+             "dmc": dict(decisions_per_update=64, net=[16])}[algo]  # fmt: skip
+    config = make_config(
+        algo, name="dev", runs_dir=str(tmp_path), device="auto", opponents=["random"],
+        selfplay_batch=8, total_steps=64, eval_every=0, **small,
+    )  # fmt: skip
+    path = train(config)
+    player = make(f"{algo}:{path}")
+    assert player.act(np.zeros(OBS_SIZE, np.float32), _one_legal()) == 3
+    cuda = make_config(algo, name="gpu", runs_dir=str(tmp_path), device="cuda", **small)
+    if th.cuda.is_available():
+        assert train(cuda) is not None
+    else:
+        with pytest.raises(TrainingError, match="device cuda: torch sees no CUDA device"):
+            train(cuda)
+        assert not (tmp_path / "gpu").exists()
+
+
+def _one_legal() -> np.ndarray:
+    mask = np.zeros(3634, np.int8)
+    mask[3] = 1
+    return mask

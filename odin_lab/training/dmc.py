@@ -33,8 +33,7 @@ from odin_env.observation import OBS_SIZE
 from odin_env.seeding import spawn_seed
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import DMCCollector, Finished
-from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, held_interrupts
-from odin_lab.training.model import device_of
+from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import episode_summary
 

@@ -95,6 +95,20 @@ class Algorithm:
     """One line for ``train.py --help``."""
 
 
+def device_of(config: Any) -> str:
+    """The torch device of a run's ``device`` setting (``auto``: cuda when available);
+    ``TrainingError`` for ``cuda`` where torch sees none."""
+    import torch as th
+
+    from odin_lab.training.config import TrainingError
+
+    if config.device == "auto":
+        return "cuda" if th.cuda.is_available() else "cpu"
+    if config.device == "cuda" and not th.cuda.is_available():
+        raise TrainingError("device cuda: torch sees no CUDA device here; use --device cpu")
+    return config.device
+
+
 @contextmanager
 def held_interrupts() -> Iterator[None]:
     """Hold SIGINT and SIGTERM until the block ends, then pass the first one held to the handler
@@ -120,4 +134,7 @@ def held_interrupts() -> Iterator[None]:
             previous[signum](signum, frame)
 
 
-__all__ = ["EVAL_STREAM", "GAMES_STREAM", "POOL_STREAM", "Algorithm", "Learner", "held_interrupts"]
+__all__ = [
+    "EVAL_STREAM", "GAMES_STREAM", "POOL_STREAM", "Algorithm", "Learner", "device_of",
+    "held_interrupts",
+]  # fmt: skip

@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from agents.ppo import read_model
 from odin_env.single_agent import SingleAgentEnv
 from odin_lab.training.config import TrainConfig, TrainingError
+from odin_lab.training.learner import device_of
 from odin_lab.training.policy import LegalSetPolicy, observation_space
 
 
@@ -33,15 +34,6 @@ def spaces_env(config: TrainConfig) -> DummyVecEnv:
         return env
 
     return DummyVecEnv([make])
-
-
-def device_of(config: TrainConfig) -> str:
-    """The torch device of ``config.device`` (``auto``: cuda when available)."""
-    if config.device == "auto":
-        return "cuda" if th.cuda.is_available() else "cpu"
-    if config.device == "cuda" and not th.cuda.is_available():
-        raise TrainingError("device cuda: torch sees no CUDA device here; use --device cpu")
-    return config.device
 
 
 def build_model(config: TrainConfig) -> Any:
@@ -94,4 +86,4 @@ def build_model(config: TrainConfig) -> Any:
     return model
 
 
-__all__ = ["build_model", "device_of", "spaces_env"]
+__all__ = ["build_model", "spaces_env"]
