@@ -53,9 +53,10 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def double_ctrl_c(proc: subprocess.Popen, total: int, least: int) -> str:
+def double_ctrl_c(proc: subprocess.Popen, total: int, least: int, first: str = "Ctrl-C") -> str:
     """Read the progress bar until at least ``least`` of ``total`` games are done, then send
-    Ctrl-C twice, 50 ms apart, to the whole process group as a terminal does; return stderr."""
+    Ctrl-C twice, 50 ms apart, to the whole process group as a terminal does (``first="kill"``:
+    SIGTERM to the command first, as ``kill PID`` does); return stderr."""
     shown = ""
     while True:
         char = proc.stderr.read(1)
@@ -65,15 +66,19 @@ def double_ctrl_c(proc: subprocess.Popen, total: int, least: int) -> str:
         counts = [int(n) for n in re.findall(rf"(\d+)/{total}\b", shown)]
         if counts and least <= counts[-1] < total:
             break
-    os.killpg(proc.pid, signal.SIGINT)
+    if first == "kill":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
     time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=180)
     return shown + err
 
 
+@pytest.mark.parametrize("first", ["Ctrl-C", "kill"])
 def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_accepts_them(
-    tmp_path,
+    first, tmp_path
 ):
     out = tmp_path / "t"
     common = ["evaluate.py", "tournament", "--agents", "random", "random", "random", "random",
@@ -84,7 +89,7 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
     (out / "notes.txt").write_text("mine")  # not the study's: never touched
 
     proc = start(*common, "--games", "4000", "--seed", "5", "--out", str(out))
-    err = double_ctrl_c(proc, 4000, 40)
+    err = double_ctrl_c(proc, 4000, 40, first)
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
     said = lines_of(err)
@@ -177,6 +182,8 @@ COMMANDS = {
     "leaderboard": ["evaluate.py", "leaderboard", "--agents", "greedy", "random", "shaper",
                     "--players", "2", "--games", "4", "--threshold", "5", "--no-progress",
                     "--seed", "{seed}", "--out", "{out}"],
+    "showcase": ["evaluate.py", "showcase", "--games", "8", "--no-progress", "--seed", "{seed}",
+                 "--out", "{out}"],
     "watch": ["evaluate.py", "watch", "--agents", "greedy", "random", "--threshold", "5",
               "--no-colour", "--seed", "{seed}", "--out", "{out}/game.json"],
     "play": ["play.py", "--opponents", "random", "--threshold", "5", "--seed", "{seed}",
