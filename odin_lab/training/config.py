@@ -27,6 +27,8 @@ from odin_lab.evaluation.distributed import require_ray
 from odin_lab.training.pool import LEARNER, check_kinds
 
 RUN_NAME_HELP = "a plain directory name: letters, digits, '.', '_' or '-', not starting with '.'"
+MAX_STEPS = 10**12
+"""The most learner decisions a run counts to (a few years of a fast machine)."""
 DEVICES = ("auto", "cpu", "cuda")
 """Where the networks and updates run (``TrainConfig.device``)."""
 LEGACY_PPO_FIELDS = (
@@ -36,6 +38,24 @@ LEGACY_PPO_FIELDS = (
 )  # fmt: skip
 """The PPO settings of a flat ``config.json`` written before the sections existed (history, not
 a declaration: the settings themselves live in :mod:`odin_lab.training.ppo`)."""
+
+
+RUN_LIMITS = {
+    "total_steps": (0, MAX_STEPS), "snapshot_every": (1, MAX_STEPS),
+    "checkpoint_every": (1, MAX_STEPS), "eval_every": (0, MAX_STEPS),
+    "eval_deals": (1, 1_000_000), "torch_threads": (1, 1024), "selfplay_batch": (1, 65_536),
+    "actors": (1, 1024), "max_snapshots": (1, 1000), "soup": (0, 1000),
+}  # fmt: skip
+"""The range of each of the run's counts (0 where it means none or never): beyond them a run
+could not be held in memory or on disk, or would never end."""
+
+
+def check_count(name: str, value: object, low: int, high: int) -> int:
+    """``value`` if it is an integer in ``[low, high]``, else ``ValueError`` naming the setting
+    and its range."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer {low}-{high:,}; got {value!r}")
+    return value
 
 
 class TrainingError(Exception):
@@ -102,21 +122,10 @@ class TrainConfig:
         """Raise ``ValueError`` naming the first bad field (the run's, then the algorithm's)."""
         if not isinstance(self.game, Config):
             raise ValueError(f"game must be an odin_env.rules.Config; got {self.game!r}")
-        if not isinstance(self.total_steps, int) or self.total_steps < 0:
-            raise ValueError(
-                f"total_steps must be >= 0 (0: only the warm start); got {self.total_steps!r}"
-            )
-        for name in (
-            "snapshot_every", "checkpoint_every", "eval_deals", "torch_threads",
-            "selfplay_batch", "actors", "max_snapshots",
-        ):  # fmt: skip
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        if not isinstance(self.soup, int) or self.soup < 0:
-            raise ValueError(f"soup must be >= 0 (0: none); got {self.soup!r}")
-        if not isinstance(self.eval_every, int) or self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0 (0: never); got {self.eval_every!r}")
+        for name, (low, high) in RUN_LIMITS.items():
+            check_count(name, getattr(self, name), low, high)
+        if self.seat is not None:
+            check_count("seat", self.seat, 0, self.game.players - 1)
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         check_kinds(self.opponents)

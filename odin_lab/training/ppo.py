@@ -25,7 +25,7 @@ from agents.ppo import NumpyPolicy, check_prior, model_info, write_model
 from odin_env.batched import BatchedGames
 from odin_env.seeding import spawn_seed
 from odin_lab.training.collector import SelfPlayCollector
-from odin_lab.training.config import TrainConfig
+from odin_lab.training.config import TrainConfig, check_count
 from odin_lab.training.imitation import imitate
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM
 from odin_lab.training.model import build_model
@@ -82,14 +82,13 @@ class PPOConfig:
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
-        for name in ("n_envs", "n_steps", "batch_size", "n_epochs", "imitate_games"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        if not isinstance(self.imitate_epochs, int) or self.imitate_epochs < 1:
-            raise ValueError(
-                f"imitate_epochs must be a positive integer; got {self.imitate_epochs!r}"
-            )
+        limits = {
+            "n_envs": (1, 4096), "n_steps": (1, 10**7), "batch_size": (1, 10**7),
+            "n_epochs": (1, 1000), "imitate_games": (1, 10**6), "imitate_epochs": (1, 1000),
+        }  # fmt: skip
+        for name, (low, high) in limits.items():
+            check_count(name, getattr(self, name), low, high)
+        check_count("n_steps x n_envs", self.n_steps * self.n_envs, 1, 10**7)
         ranges = {
             "learning_rate": (0.0, math.inf, "> 0", False),
             "clip_range": (0.0, math.inf, "> 0", False),
@@ -106,8 +105,13 @@ class PPOConfig:
                 raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
         for name in ("net_pi", "net_vf"):
             layers = getattr(self, name)
-            if not layers or any(not isinstance(n, int) or n < 1 for n in layers):
-                raise ValueError(f"{name} must be one or more positive layer sizes; got {layers!r}")
+            if not 1 <= len(layers) <= 16 or any(
+                isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 65_536
+                for n in layers
+            ):
+                raise ValueError(
+                    f"{name} must be 1-16 layer sizes, each 1-65,536 (positive); got {layers!r}"
+                )
         check_prior(self.prior)
         if self.critic not in CRITICS:
             raise ValueError(f"critic must be one of {', '.join(CRITICS)}; got {self.critic!r}")

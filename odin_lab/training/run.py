@@ -323,6 +323,8 @@ def run(
     run_dir = config.run_dir
     if not resume and any((run_dir / n).exists() for n in (CHECKPOINT, OLD_CHECKPOINT)):
         raise TrainingError(f"{run_dir} already holds a run: resume it or choose another --name")
+    if not resume and config.init is not None and not Path(config.init).is_file():
+        raise TrainingError(f"--init must name a lab model file; there is none at {config.init!r}")
     if config.ray is not None:
         from odin_lab.evaluation.distributed import connect
 
