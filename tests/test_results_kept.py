@@ -328,3 +328,29 @@ def test_check_writable_creates_nothing(tmp_path):
     results.check_writable(tmp_path / "new" / "deeper")
     results.check_writable(tmp_path / "new" / "file.json", folder=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
+    tmp_path, monkeypatch, capsys
+):
+    real = studies.write_csv
+
+    def write_csv(path, rows):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the finished result is written
+        real(path, rows)
+
+    monkeypatch.setattr(studies, "write_csv", write_csv)
+    handler = signal.getsignal(signal.SIGINT)
+    out = tmp_path / "t"
+    argv = ["tournament", "--agents", "greedy", "random", "--games", "4", "--threshold", "3",
+            "--no-progress", "--out", str(out)]  # fmt: skip
+    try:
+        assert evaluate.main(argv) == 130
+    finally:
+        signal.signal(signal.SIGINT, handler)  # after a signal the command ignores the rest
+    said = lines_of(capsys.readouterr().err)
+    assert said == [f"evaluate.py tournament: interrupted: after the whole result was written "
+                    f"to {out}/"]  # fmt: skip
+    saved = json.loads((out / "tournament.json").read_text())
+    assert "partial" not in saved and saved["games"] == 4
+    assert (out / "tournament.png").exists() and (out / "provenance.json").exists()

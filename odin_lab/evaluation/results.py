@@ -232,6 +232,7 @@ def results_folder(
                     (stage / "provenance.json").write_text(payload)
                 with held_interrupts(deliver=not interrupted):
                     _move_into(stage, out, set(owned))
+                    committed.append(out)  # before a signal held meanwhile is delivered
             except OSError as e:
                 kept = "it is unchanged" if not created else "nothing was written"
                 raise NotWrittenError(
@@ -243,7 +244,6 @@ def results_folder(
                 with contextlib.suppress(OSError):
                     out.rmdir()  # ours, and empty: the command leaves no trace
             raise
-    committed.append(out)
 
 
 def _move_into(stage: Path, out: Path, owned: set[str]) -> None:
