@@ -74,7 +74,10 @@ def check_spec(spec: str) -> None:
     factory is called only by ``make``)."""
     if not isinstance(spec, str):
         raise ValueError(f"an agent spec is a string; got {spec!r}")
-    name, _, path = spec.partition(":")
+    name, colon, path = spec.partition(":")
+    if colon and not path and name in ("ppo", DMC, "search"):
+        plain = " (or plain ppo, for the bundled models)" if name == "ppo" else ""
+        raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
     if name == "ppo" or (name == DMC and path) or (name in agent_names() and not path):
         return
     if name == "search":

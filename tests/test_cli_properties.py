@@ -61,10 +61,9 @@ SPECS = (
     | EMPTY
     | st.sampled_from(["ppo:/no/such/model.safetensors", "search:-3", "search:nan",
                        "search:10000000000000000000000", "no_such_module:Agent",
-                       "no/such/file.py:Agent", "dmc:"])
+                       "no/such/file.py:Agent", "dmc:", "ppo:", "search:"])
 )  # fmt: skip
-"""Agent specs that name no agent. (Not drawn: ``search:`` and ``ppo:`` with nothing after the
-colon, which ``agents.make`` takes as ``search`` and ``ppo``: issue 24 class 9, agents'.)"""
+"""Agent specs that name no agent."""
 
 SEED = NEGATIVE | NOT_AN_INT
 """Bad seeds (any integer >= 0 is a seed)."""
