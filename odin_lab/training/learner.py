@@ -11,15 +11,14 @@ model, the soup, TensorBoard, the progress bar and provenance.
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from odin_lab.evaluation.results import held_interrupts
 
 GAMES_STREAM, POOL_STREAM, EVAL_STREAM = 1, 2, 3
 """Sub-streams of the run's seed (:func:`odin_env.seeding.spawn_seed` with the stream id and
@@ -107,31 +106,6 @@ def device_of(config: Any) -> str:
     if config.device == "cuda" and not th.cuda.is_available():
         raise TrainingError("device cuda: torch sees no CUDA device here; use --device cpu")
     return config.device
-
-
-@contextmanager
-def held_interrupts() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends, then pass the first one held to the handler
-    it would have reached. Signals without a Python handler (ignored, or the default) and code
-    outside the main thread, where handlers cannot be set, are left as they are."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[tuple[int, Any]] = []
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(signum)
-        if callable(handler):
-            previous[signum] = handler
-            signal.signal(signum, lambda *received: held.append(received))
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if held:
-            signum, frame = held[0]
-            previous[signum](signum, frame)
 
 
 __all__ = [
