@@ -354,3 +354,16 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
     saved = json.loads((out / "tournament.json").read_text())
     assert "partial" not in saved and saved["games"] == 4
     assert (out / "tournament.png").exists() and (out / "provenance.json").exists()
+
+
+def test_worker_processes_ignore_ctrl_c_from_their_first_instruction():
+    import multiprocessing as mp
+
+    from odin_lab.evaluation.tournament import started_ignoring_ctrl_c
+
+    before = signal.getsignal(signal.SIGINT)
+    with started_ignoring_ctrl_c():
+        pool = mp.get_context("spawn").Pool(1)
+    assert signal.getsignal(signal.SIGINT) is before  # this process is itself again
+    with pool:  # a worker still importing when Ctrl-C came printed a traceback
+        assert pool.apply(signal.getsignal, (signal.SIGINT,)) == signal.SIG_IGN

@@ -49,7 +49,7 @@ from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.results import results_folder
-from odin_lab.evaluation.tournament import GameRecord, play_tournament
+from odin_lab.evaluation.tournament import GameRecord, play_tournament, started_ignoring_ctrl_c
 
 MAX_TABLES = 64
 """Most tables a leaderboard plays by default: with more combinations, a balanced sample."""
@@ -188,7 +188,9 @@ def play_tables(
             else:
                 # spawn, not fork: torch (PPO agents) is not fork-safe.
                 context = mp.get_context("spawn")
-                with context.Pool(min(workers, len(tables)), initializer=_init_worker) as pool:
+                with started_ignoring_ctrl_c():
+                    pool = context.Pool(min(workers, len(tables)), initializer=_init_worker)
+                with pool:
                     for index, records in pool.imap_unordered(_play_table, tasks):
                         done[index] = records
                         bar.update(per_table)

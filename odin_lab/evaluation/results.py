@@ -211,7 +211,7 @@ def results_folder(
     ``provenance``: written as ``provenance.json`` with the result. SIGINT and SIGTERM wait for
     the whole write; ``interrupted``: the write saves the work of an interrupted study, and a
     signal during it is dropped (the study is stopping anyway). ``hold=False``: signals reach
-    the block (a study that plays inside it: the showcase); the move still waits for none."""
+    the block (a study that plays inside it: the showcase); the move itself still holds them."""
     out = Path(out)
     created = not out.exists()
     held = held_interrupts(deliver=not interrupted) if hold else contextlib.nullcontext()
@@ -221,6 +221,9 @@ def results_folder(
             _clear_leftovers(out)
             stage = Path(tempfile.mkdtemp(dir=out, prefix=f"{_STAGING}{os.getpid()}-"))
         except OSError as e:
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()
             raise NotWrittenError(
                 f"cannot write the results folder {out}/ ({describe_error(e)})"
             ) from e
@@ -234,7 +237,7 @@ def results_folder(
                     _move_into(stage, out, set(owned))
                     committed.append(out)  # before a signal held meanwhile is delivered
             except OSError as e:
-                kept = "it is unchanged" if not created else "nothing was written"
+                kept = "nothing was written" if created else "the earlier result there is unchanged"
                 raise NotWrittenError(
                     f"cannot write the results in {out}/ ({describe_error(e)}); {kept}"
                 ) from e

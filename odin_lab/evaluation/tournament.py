@@ -26,8 +26,10 @@ worker processes.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import signal
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -495,6 +497,23 @@ def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
     return _work(args)
 
 
+@contextlib.contextmanager
+def started_ignoring_ctrl_c() -> Iterator[None]:
+    """Start worker processes in the block with SIGINT ignored from their first instruction:
+    Ctrl-C reaches the whole process group, and a worker still importing (before its
+    initializer ignores it) would print a ``KeyboardInterrupt`` traceback. An ignored signal
+    stays ignored across ``exec``, and Python then installs no handler of its own. A Ctrl-C in
+    this process while the block runs (the few ms of starting them) is dropped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
     init = (job.specs, job.batch > 0)
     _init_worker(*init)
@@ -504,7 +523,9 @@ def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameReco
         return
     # spawn, not fork: torch (PPO agents) is not fork-safe, and spawn behaves alike everywhere.
     context = mp.get_context("spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(*init, True)) as pool:
+    with started_ignoring_ctrl_c():
+        pool = context.Pool(workers, initializer=_init_worker, initargs=(*init, True))
+    with pool:
         # This process plays the first part while the workers start: it compiles the numba
         # kernels once, and the workers load them from numba's disk cache, instead of every
         # worker compiling the same kernels at once (and announcing it) on shared cores.
