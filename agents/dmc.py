@@ -145,6 +145,9 @@ def check_state(info: dict[str, Any], state: dict[str, np.ndarray]) -> None:
     }
     for i, (n_in, n_out) in enumerate(zip(net, net[1:])):
         shapes[f"hidden.{i}.weight"], shapes[f"hidden.{i}.bias"] = (n_out, n_in), (n_out,)
+    for name, array in state.items():
+        if not np.issubdtype(np.asarray(array).dtype, np.floating) or not np.isfinite(array).all():
+            raise ValueError(f"its tensor {name} is not finite floating-point numbers")
     got = {k: tuple(v.shape) for k, v in state.items()}
     if got != shapes:
         wrong = sorted(set(got) ^ set(shapes)) or [k for k in shapes if got[k] != shapes[k]]

@@ -8,7 +8,8 @@ thread, ``selfplay_batch`` games in lockstep on the batched engine):
   (what ``train.py`` ran before the run services existed);
 - ``run services``: ``train.py``'s own path, :func:`odin_lab.training.train` with
   :class:`odin_lab.training.ppo.PPOLearner` (progress bar, TensorBoard, snapshots; evaluations
-  off, one checkpoint at the end).
+  off, one checkpoint at the end), in steady state (a run's fixed costs to start and end left
+  out).
 
 Each figure is wall time over whole updates after one warm-up update (numba compilation). The
 ratio ``services / loop`` is the cost of the run services (1.00: none).
@@ -46,7 +47,9 @@ def loop(config, updates: int) -> float:
 
 
 def services(config, updates: int) -> float:
-    """Learner decisions per second of ``train()`` on a fresh run (after a warm-up run)."""
+    """Learner decisions per second of ``train()`` in steady state: two fresh runs, of one update
+    and of ``updates + 1``, after a warm-up run; the difference of their decisions over the
+    difference of their times (what a run costs once, to start and to end, cancels out)."""
     from dataclasses import replace
 
     from odin_lab.training import train
@@ -55,9 +58,13 @@ def services(config, updates: int) -> float:
     size = config.algo_config.n_steps * config.algo_config.n_envs
     quiet = dict(eval_every=0, checkpoint_every=10**9)
     train(replace(config, name="warm", total_steps=size, **quiet))
-    start = time.perf_counter()
-    path = train(replace(config, name="timed", total_steps=size * updates, **quiet))
-    return checkpoint_step(path) / (time.perf_counter() - start)
+    done = []
+    for name, total in (("short", size), ("long", size * (updates + 1))):
+        start = time.perf_counter()
+        path = train(replace(config, name=name, total_steps=total, **quiet))
+        done.append((checkpoint_step(path), time.perf_counter() - start))
+    (short_steps, short_s), (long_steps, long_s) = done
+    return (long_steps - short_steps) / (long_s - short_s)
 
 
 def main() -> None:

@@ -459,3 +459,26 @@ def test_init_starts_a_dmc_run_from_a_dmc_model_files_weights(done_run):
     assert got.keys() == state.keys()
     for key, value in state.items():
         np.testing.assert_array_equal(got[key], value, err_msg=key)
+
+
+def test_a_dmc_file_of_nan_weights_is_refused_when_read(tmp_path):
+    """Weights that are not finite numbers cannot be a trained network: one line, never played."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    from agents.dmc import read_dmc_model
+
+    config = make_config("dmc", net=[8], runs_dir=str(tmp_path), name="n", total_steps=0)
+    learner = DMCLearner(config)
+    good = learner.write_player(tmp_path / "good.safetensors", {})
+    with safe_open(str(good), framework="np") as f:
+        metadata = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    key = next(k for k in tensors if k.endswith("q.bias"))
+    tensors[key] = np.full_like(tensors[key], np.nan)
+    save_file(tensors, str(tmp_path / "bad.safetensors"), metadata)
+    with pytest.raises(ValueError, match="q.bias is not finite") as refused:
+        read_dmc_model(tmp_path / "bad.safetensors")
+    assert "\n" not in str(refused.value) and json.loads(metadata["model"])["algo"] == "dmc"

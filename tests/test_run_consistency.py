@@ -231,3 +231,25 @@ def test_sigterm_saves_the_step_count_of_the_last_completed_update(tmp_path):
     assert saved, stdout[-2000:]
     step = int(saved.group(1).replace(",", ""))
     assert checkpoint_step(checkpoint) == step and step >= ROLLOUT
+
+
+def test_two_ctrl_c_50_ms_apart_save_the_checkpoint_once_without_a_traceback(tmp_path):
+    """The second signal waits for the checkpoint the first one asked for: exit 130, one true
+    line, and the checkpoint on disk is the one it names."""
+    run = tmp_path / "twice"
+    proc = start("--runs-dir", tmp_path, "--name", "twice", "--total-steps", 10**7, *TINY,
+                 "--checkpoint-every", ROLLOUT, "--eval-every", 0)  # fmt: skip
+    checkpoint = run / "checkpoint.safetensors"
+    deadline = time.monotonic() + 180
+    while not checkpoint.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-2000:]
+    saved = re.findall(r"interrupted at step ([\d,]+): checkpoint saved", stdout)
+    assert len(saved) == 1, stdout[-2000:]
+    assert checkpoint_step(checkpoint) == int(saved[0].replace(",", ""))

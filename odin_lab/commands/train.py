@@ -29,6 +29,7 @@ from pathlib import Path
 
 from odin_env.rules import Config
 from odin_lab import cli
+from odin_lab.evaluation.results import stop_once
 from odin_lab.training import (
     ALGORITHMS,
     TrainConfig,
@@ -188,13 +189,16 @@ def main(argv: list[str] | None = None) -> int:
         flags = " and ".join(cli.flag(f) for f in chosen)
         return cli.fail(PROG, f"{flags} are different jobs: give one of them")
     try:
-        if args.average:
-            path = average(args)
-        elif args.import_sb3_zip:
-            path = import_sb3_zip(args)
-        else:
-            config, resume = config_from_args(args)
-            path = train(config, resume=resume)
+        # The first Ctrl-C or SIGTERM saves a checkpoint; a later one is dropped, also on the
+        # way out, so that it cannot cut the save short or kill the exit.
+        with stop_once():
+            if args.average:
+                path = average(args)
+            elif args.import_sb3_zip:
+                path = import_sb3_zip(args)
+            else:
+                config, resume = config_from_args(args)
+                path = train(config, resume=resume)
     except (TrainingError, ValueError, FileNotFoundError) as error:
         return cli.fail(PROG, error)
     except OSError as error:  # a full disk, an unwritable folder: the files before stay whole
