@@ -15,7 +15,7 @@ from probe_agents import ObsHash
 
 from agents.registry import agent_names, has_batch_form, make, make_batch_agent
 from odin_env.rules import PASS, Config, Game
-from odin_lab.evaluation import studies
+from odin_lab.evaluation import resume, studies
 from odin_lab.evaluation.records import (
     RECORDS_FORMAT,
     RECORDS_VERSION,
@@ -235,7 +235,7 @@ def test_tournament_json_is_a_records_file_whose_games_replay(tmp_path):
     (tmp_path / "tournament.json").write_text(json.dumps(data))
     key = {k: data[k] for k in ("agents_specs", "config", "seed", "deals")}
     with pytest.raises(ValueError, match="version 1 tournament file: its games keep no moves"):
-        studies.partial_records(tmp_path, key)
+        resume.partial_records(tmp_path, key)
 
 
 def _doctored(game, tmp_path, change) -> str:

@@ -20,7 +20,7 @@ import pytest
 from odin_env.rules import Config
 from odin_lab.commands import evaluate
 from odin_lab.commands import play as play_command
-from odin_lab.evaluation import leaderboard, results, studies
+from odin_lab.evaluation import leaderboard, results, resume, studies
 from odin_lab.evaluation.records import config_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +109,7 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
     # What --resume would continue from: every kept game replays to its record.
     key = {"agents_specs": ["random"] * 4, "config": config_dict(Config(players=4, threshold=5)),
            "seed": 5, "deals": 1000}  # fmt: skip
-    assert len(studies.partial_records(out, key)) == games
+    assert len(resume.partial_records(out, key)) == games
 
 
 def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
@@ -359,7 +359,7 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
 def test_worker_processes_ignore_ctrl_c_from_their_first_instruction():
     import multiprocessing as mp
 
-    from odin_lab.evaluation.tournament import started_ignoring_ctrl_c
+    from odin_lab.evaluation.results import started_ignoring_ctrl_c
 
     before = signal.getsignal(signal.SIGINT)
     with started_ignoring_ctrl_c():

@@ -351,7 +351,7 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
         (["--engine", "batched"], ["unrecognized", "--engine"]),
         (["--opponents", "learner", "--seat", "0"], ["seat", "learner"]),
         (["--opponents", "grandmaster"], ["grandmaster", "greedy"]),
-        (["--selfplay-batch", "0"], ["selfplay_batch", "positive"]),
+        (["--selfplay-batch", "0"], ["selfplay_batch", "1-65,536"]),
         (["--clip-range", "-1"], ["clip_range", "> 0"]),
         (["--learning-rate", "inf"], ["learning_rate", "finite"]),
         (["--ent-coef", "nan"], ["ent_coef", "finite"]),

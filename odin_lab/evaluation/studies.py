@@ -32,17 +32,14 @@ from odin_lab.evaluation.records import (
     RECORDS_FORMAT,
     RECORDS_VERSION,
     config_dict,
-    load_records,
     records_text,
-    replay,
 )
 from odin_lab.evaluation.results import Interrupted, results_folder
+from odin_lab.evaluation.resume import partial_records
 from odin_lab.evaluation.tournament import (
     GameRecord,
     TournamentInterrupted,
-    deal_seed,
     play_tournament,
-    rotation_order,
 )
 
 TOURNAMENT_FILES = ("tournament.json", "games.csv", "agents.csv", "tournament.png",
@@ -130,9 +127,9 @@ def tournament(
     Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``; nothing
     when none finished) and re-raises :class:`TournamentInterrupted`; ``resume=True`` continues
     a partial result in ``out`` (same agents, settings and seed, every kept game replayed and
-    checked, else ``ValueError``: :func:`partial_records`) and, once complete, writes the very
-    files an uninterrupted run writes. ``provenance``: written as ``provenance.json`` with the
-    result."""
+    checked, else ``ValueError``: :func:`odin_lab.evaluation.resume.partial_records`) and, once
+    complete, writes the very files an uninterrupted run writes. ``provenance``: written as
+    ``provenance.json`` with the result."""
     deals = deals_for(games, config.players)
     key = {"agents_specs": list(specs), "config": config_dict(config), "seed": seed, "deals": deals}
     done: list[GameRecord] = partial_records(Path(out), key) if resume else []
@@ -160,68 +157,6 @@ def tournament(
         raise
     summary = _write_tournament(records, specs, config, seed, deals, Path(out), provenance)
     return summary, tournament_table(summary)
-
-
-def partial_records(out: Path, key: dict) -> list[GameRecord]:
-    """The games of the partial tournament in ``out/tournament.json``, each one checked; a
-    ``ValueError`` of one line when there is none, when it is unreadable, over a limit or not
-    a regular file (read by :func:`~odin_lab.evaluation.records.load_records`), when it was
-    played with other agents, settings, seed or size, and when a kept game is not the
-    tournament's game at its place (its deal, rotation, seed and seats) or does not replay from
-    its seed and actions to its recorded hands, totals and winners (a file edited since)."""
-    path = Path(out) / "tournament.json"
-    try:
-        saved = load_records(path)
-    except ValueError as e:
-        raise ValueError(f"--resume: {e}; start afresh without --resume") from None
-    if saved.extra.get("partial") is not True:
-        raise ValueError(f"--resume: {path} is complete; nothing to resume")
-    found = {"agents_specs": list(saved.specs), "config": config_dict(saved.config)}
-    for name, value in key.items():
-        recorded = found[name] if name in found else saved.extra.get(name)
-        if recorded != value:
-            raise ValueError(
-                f"--resume: {path} was played with {name} {_short(recorded)}, not {_short(value)}"
-            )
-    _check_kept(saved.games, saved.config, key["seed"], key["deals"], path)
-    return list(saved.games)
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _check_kept(games: Sequence[GameRecord], config: Config, seed: int, deals: int, path) -> None:
-    """``ValueError`` naming the first kept game that is not game ``k`` of the tournament or
-    does not replay to its record (:func:`~odin_lab.evaluation.records.replay`)."""
-    n = config.players
-    if len(games) % n or len(games) > deals * n:
-        raise ValueError(
-            f"--resume: {path} holds {len(games)} games: not whole deals of {n} rotations, "
-            f"of at most {deals} deals; start afresh without --resume"
-        )
-    for k, game in enumerate(games):
-        deal, rotation = divmod(k, n)
-        where = f"--resume: {path}: game_records[{k}]"
-        if (game.deal, game.rotation) != (deal, rotation):
-            raise ValueError(
-                f"{where} is deal {game.deal} rotation {game.rotation}, not the tournament's "
-                f"deal {deal} rotation {rotation}"
-            )
-        if game.seed != deal_seed(seed, deal):
-            raise ValueError(f"{where}: seed {game.seed} is not the seed of deal {deal}")
-        if game.agents != rotation_order(n, rotation):
-            raise ValueError(
-                f"{where}: seats {list(game.agents)} are not rotation {rotation}'s "
-                f"{list(rotation_order(n, rotation))}"
-            )
-        if not game.winners:
-            raise ValueError(f"{where}: an unfinished game (no winners)")
-        try:
-            replay(game, config)
-        except ValueError as e:
-            raise ValueError(f"{where}: {e}; start afresh without --resume") from None
 
 
 def _write_tournament(

@@ -26,10 +26,8 @@ worker processes.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import signal
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -50,6 +48,7 @@ from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
 from odin_lab.evaluation.limits import MAX_GAMES
+from odin_lab.evaluation.results import started_ignoring_ctrl_c
 
 TOURNAMENT_ENGINES = ("auto", "single", "batched")
 """``play_tournament``'s engines: ``auto`` is ``batched`` when every agent has a batched form."""
@@ -495,23 +494,6 @@ def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
         _init_worker(*key)
         _worker_built = key
     return _work(args)
-
-
-@contextlib.contextmanager
-def started_ignoring_ctrl_c() -> Iterator[None]:
-    """Start worker processes in the block with SIGINT ignored from their first instruction:
-    Ctrl-C reaches the whole process group, and a worker still importing (before its
-    initializer ignores it) would print a ``KeyboardInterrupt`` traceback. An ignored signal
-    stays ignored across ``exec``, and Python then installs no handler of its own. A Ctrl-C in
-    this process while the block runs (the few ms of starting them) is dropped."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
