@@ -340,14 +340,17 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
         real(path, rows)
 
     monkeypatch.setattr(studies, "write_csv", write_csv)
-    handler = signal.getsignal(signal.SIGINT)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     out = tmp_path / "t"
     argv = ["tournament", "--agents", "greedy", "random", "--games", "4", "--threshold", "3",
             "--no-progress", "--out", str(out)]  # fmt: skip
     try:
         assert evaluate.main(argv) == 130
     finally:
-        signal.signal(signal.SIGINT, handler)  # after a signal the command ignores the rest
+        # After a signal the command ignores both: this test process must not keep that (a
+        # pool started later would inherit an ignored SIGTERM).
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     said = lines_of(capsys.readouterr().err)
     assert said == [f"evaluate.py tournament: interrupted: after the whole result was written "
                     f"to {out}/"]  # fmt: skip

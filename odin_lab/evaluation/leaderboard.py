@@ -144,6 +144,7 @@ def _init_worker() -> None:
     # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
     # finished tables); it terminates the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool ends its workers with SIGTERM
     # A worker shows no progress bar; tqdm's default lock is a process-shared semaphore that a
     # terminated worker would leave behind (a "leaked semaphore" warning at exit).
     tqdm.set_lock(threading.RLock())

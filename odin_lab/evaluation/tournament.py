@@ -164,8 +164,11 @@ def _init_worker(specs: Sequence[str], batched: bool = False, worker: bool = Fal
     global _worker_agents
     if worker:
         # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
-        # finished games), the workers are terminated by it.
+        # finished games), the workers are terminated by it, with SIGTERM, which must reach
+        # them even if the parent ignored it when they started (a pool's end would wait
+        # forever on a worker that ignores it).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if not batched:
         _worker_agents = [make(spec) for spec in specs]
         return
