@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.ppo import ACTION_FEATURES, FORMAT_VERSION, MODEL_FORMAT, NUM_ACTION_FEATURES, POLICY
+from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 
@@ -87,30 +87,15 @@ def read_dmc_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarr
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
     a file that is not a readable DMC model of this game (a PPO model, an SB3 ``.zip``, a
     corrupt file, other sizes)."""
-    from safetensors import safe_open
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no DMC model at {path}")
-    try:
-        with open(path, "rb") as head:
-            if head.read(4) == b"PK\x03\x04":
-                raise ValueError("it is a .zip, which loading would unpickle; refused")
-        with safe_open(str(path), framework="np") as f:
-            meta = f.metadata() or {}
-            if meta.get("format") != MODEL_FORMAT:
-                raise ValueError("no odin-lab metadata")
-            version = int(meta.get("version", "0"))
-            if not 1 <= version <= FORMAT_VERSION:
-                raise ValueError(f"format version {version}; this code reads 1 to {FORMAT_VERSION}")
-            info = json.loads(meta["model"])
-            state = {k[len(POLICY) :]: f.get_tensor(k) for k in f.keys() if k.startswith(POLICY)}  # noqa: SIM118
-    except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
-        first = (str(error).splitlines() or [""])[0]
+    if is_zip(path):
         raise ValueError(
-            f"cannot load DMC model {path}: not a readable odin-lab model file "
-            f"({type(error).__name__}: {first})"
-        ) from None
+            f"cannot load DMC model {path}: not a readable odin-lab model file (ValueError: it "
+            "is a .zip, which loading would unpickle; refused)"
+        )
+    info, state = read_parts(path, "DMC")
     algo = info.get("algo", "ppo") if isinstance(info, dict) else None
     if algo != ALGO:
         raise ValueError(

@@ -224,7 +224,7 @@ def _zip_refusal(path: Path) -> ValueError:
     )
 
 
-def _is_zip(path: Path) -> bool:
+def is_zip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(4) == b"PK\x03\x04" or path.suffix.lower() == ".zip"
 
@@ -236,13 +236,23 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]
 
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
     an SB3 ``.zip`` (with the import opt-in), a corrupt or an incompatible one."""
-    from safetensors import safe_open
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no PPO model at {path}")
-    if _is_zip(path):
+    if is_zip(path):
         raise _zip_refusal(path)
+    info, state = read_parts(path, "PPO")
+    check_model(path, info, state)
+    return info, state
+
+
+def read_parts(path: Path, kind: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The ``model`` JSON and the ``policy/`` tensors of a lab model file of any kind (a
+    safetensors file, never unpickled); ``ValueError`` naming ``kind`` and the file for one that
+    is not readable as such (no lab metadata, a version this code does not read, corrupt)."""
+    from safetensors import safe_open
+
     try:
         with safe_open(str(path), framework="np") as f:
             meta = f.metadata() or {}
@@ -256,10 +266,9 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]
     except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
         first = (str(error).splitlines() or [""])[0]
         raise ValueError(
-            f"cannot load PPO model {path}: not a readable odin-lab model file "
+            f"cannot load {kind} model {path}: not a readable odin-lab model file "
             f"({type(error).__name__}: {first})"
         ) from None
-    check_model(path, info, state)
     return info, state
 
 
@@ -380,7 +389,7 @@ class PPOAgent(NumpyPolicy):
         """Load a lab model file or checkpoint (``None``: the bundled model). Nothing is
         unpickled; an SB3 ``.zip`` is refused unless ``trust_pickle`` (which unpickles it)."""
         path = BUNDLED_MODEL if path is None else Path(path)
-        if trust_pickle and path.is_file() and _is_zip(path):
+        if trust_pickle and path.is_file() and is_zip(path):
             info, state = read_sb3_zip(path)
         else:
             info, state = read_model(path)
