@@ -88,6 +88,14 @@ def parse_args(argv: list[str] | None = None) -> Any:
         help="instead of --minutes: points in learner decisions (a budget the machine's load "
         "does not change)",
     )
+    add(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="what --minutes count: wall-clock time, or the training process's CPU time (a "
+        "budget that runs sharing a machine's cores split fairly; with one torch thread the "
+        "two agree on a quiet machine)",
+    )
     add("--deals", type=int, default=500, help="deals per evaluation, each from every seat")
     add("--seed", type=int, default=0, help="seed of the training run")
     add("--eval-seed", type=int, default=20261203, help="seed of the evaluation deals")
@@ -147,7 +155,9 @@ def training_config(args: Any) -> Any:
     return config
 
 
-def figure(results: list[dict], parity: float, games: int, algo: str = "PPO") -> Any:
+def figure(
+    results: list[dict], parity: float, games: int, algo: str = "PPO", clock: str = "wall"
+) -> Any:
     """Win rate (%) against training minutes, one line per opponent with its Wilson interval."""
     import matplotlib as mpl
     from matplotlib import transforms
@@ -173,7 +183,8 @@ def figure(results: list[dict], parity: float, games: int, algo: str = "PPO") ->
         # Set by hand: autoscaling ignores the shifted series.
         ax.set_xlim(0, 1.06 * max(r["minutes"] for r in results))
         ax.set_ylim(0, max([100.0 * r["ci_high"] for r in results] + [100 * parity]) * 1.1)
-        ax.set_xlabel("training wall-clock time, minutes (evaluation not counted)")
+        what = "CPU" if clock == "cpu" else "wall-clock"
+        ax.set_xlabel(f"training {what} time, minutes (evaluation not counted)")
         ax.set_ylabel("win rate, % of games (ties shared)")
         ax.set_title(
             f"{algo} from scratch: {games:,} games per point; whiskers: 95% Wilson interval"
@@ -196,8 +207,9 @@ def write_results(out: Path, report: dict) -> None:
     if report["results"]:
         facts = report["facts"]
         fig = figure(
-            report["results"], facts["parity"], facts["games_per_point"], facts.get("label", "PPO")
-        )
+            report["results"], facts["parity"], facts["games_per_point"],
+            facts.get("label", "PPO"), facts.get("clock", "wall"),
+        )  # fmt: skip
         save_figure(fig, out / "learning_curve.png")
 
 
@@ -222,7 +234,8 @@ def main(argv: list[str] | None = None) -> None:
         },  # the run's settings are the facts' train_config
         "facts": {
             "players": players, "parity": parity, "games_per_point": args.deals * players,
-            "algo": args.algo, "label": label, "train_config": config_to_json(config),
+            "algo": args.algo, "label": label, "clock": args.clock,
+            "train_config": config_to_json(config),
         },
         "machine": {
             "platform": platform.platform(), "cpus": os.cpu_count(),
@@ -237,13 +250,15 @@ def main(argv: list[str] | None = None) -> None:
     learner = ALGORITHMS[args.algo].learner(config)
     # Points in training seconds, or (--steps) in learner decisions.
     marks = [float(n) for n in args.steps] if args.steps else [60.0 * m for m in args.minutes]
+    # CPU time counts every thread of this process: one torch thread, the engine, the opponents.
+    tick = time.process_time if args.clock == "cpu" else time.perf_counter
     clock = {"trained": 0.0, "since": 0.0}  # training seconds so far; when the clock last ran
     unit = "decision" if args.steps else "s"
     bar = tqdm(total=round(marks[-1]), unit=unit, desc="training", disable=None, leave=False)
 
     def point() -> bool:
         """After each update: advance the clock; at a time point, stop it and measure."""
-        now = time.perf_counter()
+        now = tick()
         clock["trained"] += now - clock["since"]
         done = len(report["results"]) // len(args.opponents)
         reached = learner.steps if args.steps else clock["trained"]
@@ -270,7 +285,7 @@ def main(argv: list[str] | None = None) -> None:
                 sys.stdout.flush()
             report["complete"] = done + 1 == len(marks)
             write_results(out, report)
-        clock["since"] = time.perf_counter()  # the clock stood still while measuring
+        clock["since"] = tick()  # the clock stood still while measuring
         return not report["complete"]
 
     print(
@@ -282,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         write_results(out, report)
         learner.start()
-        clock["since"] = time.perf_counter()
+        clock["since"] = tick()
         while True:
             learner.train_step()
             if not point():
