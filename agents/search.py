@@ -17,6 +17,11 @@ The outcome of one playout is the observer's win chance once the hand is scored:
 hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
 (:func:`win_chance`).
 
+The same search scores every candidate for a person (:func:`score_candidates`,
+:meth:`SearchAgent.evaluate`: each legal action's mean win chance and mean penalty for the hand
+over the same worlds); the player's choice is the best of those scores, so there is one search
+loop, not two.
+
 The budget is ``rollouts`` playouts per decision, shared equally among the candidates (at least
 ``min_worlds`` worlds each), or ``ms`` milliseconds per decision (worlds are added
 ``min_worlds`` at a time until the time is spent; at least once). Everything random comes from
@@ -27,6 +32,7 @@ on any machine; a time budget depends on the machine's speed, so it does not.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,7 +42,7 @@ from agents.hand import see
 from odin_env.batched import BatchedGames
 from odin_env.cards import cards_of, deck_bits
 from odin_env.observation import views
-from odin_env.rules import Config, Game
+from odin_env.rules import NUM_ACTIONS, Config, Game
 
 ROLLOUTS = 512
 """Default playouts per decision."""
@@ -63,6 +69,59 @@ def win_chance(totals: np.ndarray, threshold: int) -> np.ndarray:
     soft = np.exp(logits)
     soft /= soft.sum(axis=-1, keepdims=True)
     return np.where(over, exact, soft)
+
+
+_MAX_ROUND = 64
+"""Most worlds one round of a ``within`` time budget adds."""
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The search's evaluation of one decision: every legal action (``actions``, ascending)
+    with the observer's mean win chance after it (``win``, 0-1, :func:`win_chance` of each
+    playout's end of hand) and its mean penalty points for the hand (``penalty``: its cards
+    left when the hand ends, 0 when it goes out), over the same ``worlds`` sampled layouts of
+    the unseen cards."""
+
+    actions: np.ndarray
+    win: np.ndarray
+    penalty: np.ndarray
+    worlds: int
+
+    @property
+    def best(self) -> int:
+        """The action the search plays: the highest mean win chance (ties: the lower action)."""
+        return int(self.actions[int(np.argmax(self.win))])
+
+    def of(self, action: int) -> int:
+        """The index of ``action`` in ``actions`` (``ValueError`` if it is not legal)."""
+        found = np.flatnonzero(self.actions == action)
+        if found.size == 0:
+            raise ValueError(f"action {action} is not among the {self.actions.size} legal ones")
+        return int(found[0])
+
+
+def score_candidates(
+    observation: np.ndarray,
+    action_mask: np.ndarray | None = None,
+    *,
+    rollouts: int | None = None,
+    ms: float | None = None,
+    seed: int = 0,
+    within: bool = False,
+    policy: str = POLICY,
+    min_worlds: int = MIN_WORLDS,
+) -> Scores:
+    """:meth:`SearchAgent.evaluate` of a search seeded ``seed``: every legal action of the
+    observer's decision scored from the observation alone. Budget: ``ms`` milliseconds when
+    given (``within``: end before they are spent), else ``rollouts`` playouts (default
+    :data:`ROLLOUTS`). With a rollout budget the same observation and seed give the same scores
+    on any machine."""
+    agent = SearchAgent(
+        seed, rollouts=ROLLOUTS if rollouts is None else rollouts, min_worlds=min_worlds,
+        policy=policy, ms=ms,
+    )  # fmt: skip
+    return agent.evaluate(observation, action_mask, within=within)
 
 
 class SearchAgent:
@@ -103,20 +162,57 @@ class SearchAgent:
             raise ValueError("no legal action in the mask: this agent is not the one to act")
         if candidates.size == 1:
             return int(candidates[0])
+        return self.evaluate(observation, action_mask).best
+
+    def evaluate(
+        self,
+        observation: np.ndarray,
+        action_mask: np.ndarray | None = None,
+        *,
+        within: bool = False,
+    ) -> Scores:
+        """Every legal action of the observer's decision scored over the same sampled worlds
+        (the search :meth:`act` runs; its pick is the result's :attr:`Scores.best`). Reads the
+        observation only. ``action_mask``: ``None`` for the legal actions of the position the
+        observation shows (the same as the game's). ``within``: with a time budget, end before
+        the budget is spent, not after (worlds are then added as many at a time as the time
+        left allows; at least one world): for a person waiting on a hint."""
         start = time.perf_counter()
         game, config, unseen, needs = _position(observation, action_mask)
-        if self.ms is None:
-            worlds = max(self.min_worlds, self.rollouts // candidates.size)
-            hands = _sample_hands(game, unseen, needs, worlds, self.rng)
-            scores = self._playouts(game, config, hands, candidates)
+        if action_mask is None:
+            candidates = np.array(sorted(game.legal), dtype=np.int64)
         else:
-            scores = np.zeros(candidates.size)
-            while True:
-                hands = _sample_hands(game, unseen, needs, self.min_worlds, self.rng)
-                scores += self._playouts(game, config, hands, candidates)
-                if (time.perf_counter() - start) * 1000.0 >= self.ms:
+            candidates = legal_actions(action_mask)
+        if candidates.size == 0:
+            raise ValueError("no legal action in the mask: this agent is not the one to act")
+        count = candidates.size
+        if self.ms is None:
+            worlds = max(self.min_worlds, self.rollouts // count)
+            hands = _sample_hands(game, unseen, needs, worlds, self.rng)
+            win, penalty = self._playouts(game, config, hands, candidates)
+            return Scores(candidates, win, penalty, worlds)
+        win_sum, penalty_sum, total = np.zeros(count), np.zeros(count), 0
+        size = 1 if within else self.min_worlds
+        while True:
+            began = time.perf_counter()
+            hands = _sample_hands(game, unseen, needs, size, self.rng)
+            win, penalty = self._playouts(game, config, hands, candidates)
+            win_sum += win * size
+            penalty_sum += penalty * size
+            total += size
+            now = time.perf_counter()
+            left = self.ms - (now - start) * 1000.0
+            if left <= 0:
+                break
+            if within:
+                # The next round's worlds: as many as the time left holds at this round's pace
+                # (with room to spare), a power of two so that few engine sizes are built.
+                per_world = (now - began) * 1000.0 / size
+                fits = int(left / (1.5 * per_world)) if per_world > 0 else _MAX_ROUND
+                if fits < 1:
                     break
-        return int(candidates[int(np.argmax(scores))])
+                size = 1 << (min(fits, _MAX_ROUND).bit_length() - 1)
+        return Scores(candidates, win_sum / total, penalty_sum / total, total)
 
     def _engine(self, config: Config, batch: int) -> BatchedGames:
         key = (config, batch)
@@ -129,8 +225,9 @@ class SearchAgent:
 
     def _playouts(
         self, game: Game, config: Config, hands: np.ndarray, candidates: np.ndarray
-    ) -> np.ndarray:
-        """Mean outcome for the observer (seat 0) of each candidate over the sampled worlds."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean outcome for the observer (seat 0) of each candidate over the sampled worlds,
+        and its mean penalty for the hand."""
         worlds, count = hands.shape[0], candidates.size
         batch = worlds * count
         engine = self._engine(config, batch)
@@ -150,14 +247,22 @@ class SearchAgent:
             actions[rows] = self.policy.act_batch(engine.obs[rows], engine.mask[rows])
             engine.step(actions)
         outcome = win_chance(totals + final, config.threshold)[:, 0]
-        return outcome.reshape(worlds, count).mean(axis=0)
+        penalty = final[:, 0].astype(np.float64)
+        return (
+            outcome.reshape(worlds, count).mean(axis=0),
+            penalty.reshape(worlds, count).mean(axis=0),
+        )
 
 
-def _position(observation: np.ndarray, action_mask: np.ndarray) -> tuple:
+_NO_MASK = np.zeros(NUM_ACTIONS, dtype=np.int8)
+
+
+def _position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
     """The position the observer sees, as a ``rules.Game`` with itself in seat 0 (any layout of
     the unseen cards), its config, the unseen cards (ids) and how many of them each seat holds.
     The first-player rule is not observable; it matters only after the hand."""
-    seen = see(observation, action_mask)
+    # The mask only says which actions are legal; the position is read from the observation.
+    seen = see(observation, _NO_MASK if action_mask is None else action_mask)
     v = views(observation)
     n = seen.players
     threshold = int(round(float(v["threshold"][0]) * 100))
@@ -211,4 +316,4 @@ def _sample_hands(
     return hands
 
 
-__all__ = ["ROLLOUTS", "SearchAgent", "win_chance"]
+__all__ = ["ROLLOUTS", "Scores", "SearchAgent", "score_candidates", "win_chance"]
