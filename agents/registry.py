@@ -4,7 +4,8 @@ Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
 one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``dmc:PATH`` (a deep Monte
 Carlo model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
-``dmc``); ``search``
+``dmc``); ``linear:PATH`` (a linear feature player's file, :class:`agents.linear.LinearAgent`,
+likewise); ``search``
 (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
 or :data:`SEARCH_MAX_MS` ms. Batched forms (one call for a whole batch of games,
@@ -29,6 +30,8 @@ from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.dmc import ALGO as DMC
 from agents.dmc import DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
+from agents.linear import ALGO as LINEAR
+from agents.linear import LinearAgent, read_linear
 from agents.outside import FORMS, absolute_spec
 from agents.ppo import BundledPPO, PPOAgent, read_model
 from agents.search import SearchAgent
@@ -41,7 +44,7 @@ SEARCH_MAX_MS = 60_000
 
 def batch_form_names() -> list[str]:
     """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
-    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH"]
+    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH", f"{LINEAR}:PATH"]
 
 
 def agent_names() -> list[str]:
@@ -60,7 +63,8 @@ def spec_help() -> str:
     return (
         f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled models), "
         f"ppo:PATH (a model file: read as data, never run as code), {DMC}:PATH (a deep Monte "
-        "Carlo model file, also data), search, search:N "
+        f"Carlo model file, also data), {LINEAR}:PATH (a linear feature player's file, data), "
+        "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms); or your own agent, {FORMS}, or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
@@ -75,10 +79,10 @@ def check_spec(spec: str) -> None:
     if not isinstance(spec, str):
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, colon, path = spec.partition(":")
-    if colon and not path and name in ("ppo", DMC, "search"):
+    if colon and not path and name in ("ppo", DMC, LINEAR, "search"):
         plain = " (or plain ppo, for the bundled models)" if name == "ppo" else ""
         raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
-    if name == "ppo" or (name == DMC and path) or (name in agent_names() and not path):
+    if name == "ppo" or (name in (DMC, LINEAR) and path) or (name in agent_names() and not path):
         return
     if name == "search":
         _search_budget(path)
@@ -86,7 +90,7 @@ def check_spec(spec: str) -> None:
     if name in agent_names() or (not path and name not in outside_names()):
         raise ValueError(
             f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
-            f"{DMC}:PATH, "
+            f"{DMC}:PATH, {LINEAR}:PATH, "
             f"search:N, search:Nms, {FORMS} (your own code), or a name from an installed "
             f"package ({', '.join(outside_names()) or 'none installed'})"
         )
@@ -116,6 +120,8 @@ def make(spec: str, seed: int | None = None) -> Agent:
         return RandomAgent(seed)
     if name == DMC or (name == "ppo" and path and model_algo(path) == DMC):
         return DMCAgent.load(path)
+    if name == LINEAR or (name == "ppo" and path and model_algo(path) == LINEAR):
+        return LinearAgent.load(path)
     if name == "ppo":
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
@@ -130,7 +136,7 @@ def has_batch_form(spec: str) -> bool:
     outside agent has one when it has ``act_batch``."""
     check_spec(spec)
     name, _, path = spec.partition(":")
-    if name == DMC:
+    if name in (DMC, LINEAR):
         return True
     if name in agent_names():
         return spec == "random" or spec in BATCH_HEURISTICS or name == "ppo"
@@ -158,7 +164,8 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(info, network state)`` of a lab model file or checkpoint of any kind, read by the reader
     of the kind its header names (:func:`agents.dmc.read_dmc_model` for ``dmc``, else
     :func:`agents.ppo.read_model`); errors as those readers raise them."""
-    return (read_dmc_model if model_algo(path) == DMC else read_model)(path)
+    readers = {DMC: read_dmc_model, LINEAR: read_linear}
+    return readers.get(model_algo(path), read_model)(path)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from odin_env.rules import Config
+from odin_lab.training.cem import CEMConfig, CEMLearner
 from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, run_fields
 from odin_lab.training.dmc import DMCConfig, DMCLearner
 from odin_lab.training.learner import Algorithm
@@ -23,6 +24,7 @@ from odin_lab.training.run import run
 ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm("ppo", PPOConfig, PPOLearner, "PPO (MaskablePPO's update), batched engine"),
     "dmc": Algorithm("dmc", DMCConfig, DMCLearner, "deep Monte Carlo (DouZero), batched engine"),
+    "cem": Algorithm("cem", CEMConfig, CEMLearner, "cross-entropy method, linear feature player"),
 }  # fmt: skip
 """Every algorithm ``train.py --algo`` takes, by name."""
 
