@@ -1,6 +1,10 @@
-"""The web app in a real browser: Debian's Chromium driven by Playwright plays a whole game by
-clicking, finds that an illegal selection cannot be submitted, opens the game's replay and steps
-through it forwards and backwards, from every hand open and from one seat's view. It saves a
+"""The web app in a real browser: Debian's Chromium driven by Playwright plays whole games by
+clicking and by the keyboard at a desktop's size, finds that an illegal selection cannot be
+submitted and is explained, opens the game's replay and steps through it forwards and backwards
+and along its move log, from every hand open and from one seat's view (which Open keeps), asks for
+a hint and opens the game's review and checks what the page shows against the API's answers,
+and checks that nothing is wider than the window or its panel (1400x900, and 1024 px wide with 6
+players). ``test_webapp_phone.py`` does the same at a phone's size. The first test saves a
 screenshot of the game in progress under the test's temporary folder, or to the path in
 ``ODIN_SCREENSHOT`` (``make screenshot`` renews ``docs/webapp.png``, which the README shows): a
 test run never rewrites a tracked file.
@@ -13,6 +17,7 @@ Chromium the test fails, saying how to install it.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import subprocess
 import sys
@@ -31,12 +36,24 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
 WAIT_MS = 20_000
+REVIEW_MS = 180_000
+"""A review scores every decision of a seat with the search: up to a minute on a 2-core machine."""
+DESKTOP = {"width": 1400, "height": 900}
 SETTLED = """() => {
     const s = window.odin;
     return Boolean(s && s.view && !s.busy &&
         (s.view.legal.length > 0 || !document.getElementById("over").hidden));
 }"""
 """The page has shown every event and waits for the person, or shows the end of the game."""
+OVERFLOW = """() => {
+    // The page wider than the window, and every box that is wider than its own width.
+    const boxes = `.panel, .felt, .side, .seat, .zone, .me, .controls, .score-box, .coach, .log,
+        .topbar`;
+    const over = [...document.querySelectorAll(boxes)]
+        .filter((e) => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+        .map((e) => `${e.id || e.className}: ${e.scrollWidth} > ${e.clientWidth}`);
+    return {page: document.documentElement.scrollWidth, window: window.innerWidth, over};
+}"""
 
 
 @pytest.fixture
@@ -73,6 +90,42 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
+def open_page(browser, size: dict, errors: list[str], phone: bool = False):
+    """A page of ``size`` (a phone's: touch, mobile viewport) whose script errors and console
+    errors go to ``errors``."""
+    context = browser.new_context(
+        viewport=size, bypass_csp=True, has_touch=phone, is_mobile=phone
+    )  # Playwright's waiting functions evaluate strings, which the page's CSP forbids.
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    return page
+
+
+def assert_fits(page, where: str) -> None:
+    """Nothing on the page is wider than the window, and no panel is wider than itself."""
+    seen = page.evaluate(OVERFLOW)
+    assert seen["page"] <= seen["window"], f"{where}: the page is {seen['page']} px wide"
+    assert seen["over"] == [], f"{where}: {seen['over']}"
+
+
+def new_game(page, players: int, opponents: list[str], threshold: int, seed: int) -> None:
+    page.select_option("#players", str(players))
+    for seat, agent in enumerate(opponents, 1):
+        page.select_option(f"#opponent-{seat}", agent)
+    page.fill("#threshold", str(threshold))
+    page.fill("#seed", str(seed))
+    page.click("#start")
+    page.select_option("#speed", "0")  # show the others' moves without pauses
+
+
+def settle(page) -> dict:
+    """The view once the page waits for the person (or shows the end of the game)."""
+    page.wait_for_function(SETTLED)
+    return page.evaluate("() => window.odin.view")
+
+
 def illegal_pair(view: dict) -> list[str] | None:
     """Two cards of the hand that together are no legal action, if there are such."""
     legal = {" ".join(sorted(a["cards"])) for a in view["legal"]}
@@ -84,95 +137,233 @@ def illegal_pair(view: dict) -> list[str] | None:
     return None
 
 
-def click_move(page, choice: dict) -> None:
-    """Select the cards of ``choice`` (a legal action of the view) by clicking them."""
+def is_combo(cards: list[str]) -> bool:
+    """Rule R4: one colour or one value."""
+    return len({c[0] for c in cards}) == 1 or len({c[1:] for c in cards}) == 1
+
+
+def largest(view: dict) -> dict:
+    """The largest play sheds cards fastest; pass only when nothing else is legal."""
+    return max(view["legal"], key=lambda a: (a["kind"] != "pass", len(a["cards"])))
+
+
+def click_move(page, choice: dict, tap: bool = False) -> None:
+    """Select the cards of ``choice`` (a legal action of the view) by clicking (tapping) them."""
     where = ".pickable" if choice["kind"] == "take" else "#me .card"
     for name in choice["cards"]:
-        page.click(f'{where}[data-card="{name}"]')
+        (page.tap if tap else page.click)(f'{where}[data-card="{name}"]')
+
+
+def make_move(page, choice: dict, tap: bool = False) -> None:
+    """Play ``choice`` with the page's buttons, checking that Play names its cards."""
+    press = page.tap if tap else page.click
+    if choice["kind"] == "pass":
+        press("#pass")
+        return
+    click_move(page, choice, tap)
+    assert page.is_enabled("#submit")
+    assert page.inner_text("#submit").endswith(" ".join(choice["cards"]))
+    press("#submit")
+
+
+def finish_game(page, tap: bool = False, each_turn=None) -> int:
+    """Plays the person's turns with the largest play until the game is over; the moves made.
+    ``each_turn(page, view)`` runs first on every turn."""
+    moves = 0
+    while True:
+        view = settle(page)
+        if page.is_visible("#over"):
+            return moves
+        assert view["current"] == 0 and view["legal"]
+        if each_turn:
+            each_turn(page, view)
+        make_move(page, largest(view), tap)
+        moves += 1
+        assert moves < 400, "the game does not end"
+
+
+def saved_record(page, out: Path):
+    """The game-over panel's record: it names the file, which holds the one game played."""
+    key = page.evaluate("() => window.odin.record.file")
+    shown = page.inner_text("#over-saved")
+    assert key.startswith("saved/game-") and key in shown
+    path = out / key.removeprefix("saved/")
+    path_shown = page.evaluate("() => window.odin.record.path || null")
+    if path_shown is not None:  # the server says where the file is on its disk
+        assert shown.startswith(f"Saved as {path_shown}") and Path(path_shown).name == path.name
+    return load_records(path)
+
+
+def check_move_log(page) -> int:
+    """The replay's move log lists every decision, in order, as the frames tell it; clicking one
+    shows its frame and marks its trick, which starts with a lead. Returns the last frame."""
+    frames = page.evaluate("() => window.odin.replay.frames.map((f) => f.event)")
+    last = len(frames) - 1
+    texts = page.eval_on_selector_all("#rp-log li.move .text", "li => li.map(i => i.textContent)")
+    assert len(texts) == last > 0
+    for k, (text, event) in enumerate(zip(texts, frames[1:], strict=True), 1):
+        assert text.startswith(event["text"]), k
+    k = min(5, last)
+    page.click(f'#rp-log li.move[data-frame="{k}"]')
+    assert page.inner_text("#rp-counter") == f"{k} / {last}"
+    assert "current" in page.get_attribute(f'#rp-log li[data-frame="{k}"]', "class").split()
+    trick = page.eval_on_selector_all(".this-trick", "li => li.map(i => +i.dataset.frame)")
+    assert k in trick and trick == list(range(trick[0], trick[-1] + 1))
+    assert re.search(r" leads? ", frames[trick[0]]["text"]), frames[trick[0]]["text"]
+    return last
+
+
+# -- hints and reviews: what the page shows is what the API answered --------------------------
+
+
+def shown_percent(x: float) -> str:
+    """A chance as the page shows it (JavaScript's Math.round of the percent)."""
+    return f"{int(x * 100 + 0.5)}%"
+
+
+def check_hint(page, key: bool = False, tap: bool = False) -> dict:
+    """Asks for a hint on the person's turn (the button, or the key H) and checks the page
+    against the API's answer: every candidate listed with its label, chance to win and expected
+    penalty, the best first and starred, the chance on each lone card. Then plays the best move
+    by choosing it in the list. Returns the answer."""
+    view = settle(page)
+    with page.expect_response(lambda r: r.url.endswith("/hint")) as answer:
+        if key:
+            page.keyboard.press("h")
+        else:
+            (page.tap if tap else page.click)("#hint-button")
+    data = answer.value.json()
+    assert answer.value.status == 200, data
+    page.wait_for_selector("#coach:not([hidden])")
+    legal = {a["action"] for a in view["legal"]}
+    candidates = data["candidates"]
+    assert {c["action"] for c in candidates} == legal
+    (best,) = [c for c in candidates if c["best"]]
+    assert best["action"] == data["best"]
+    rows = page.eval_on_selector_all(
+        "#coach .candidate",
+        """rows => rows.map(r => ({action: +r.dataset.action, best: r.classList.contains("best"),
+            what: r.querySelector(".what").textContent, win: r.querySelector(".win").textContent,
+            pen: r.querySelector(".pen").textContent}))""",
+    )
+    assert len(rows) == len(candidates) and rows[0]["action"] == best["action"] and rows[0]["best"]
+    by_action = {c["action"]: c for c in candidates}
+    for row in rows:
+        c = by_action[row["action"]]
+        assert row["what"] == c["label"] and row["best"] == c["best"]
+        assert row["win"] == f"win {shown_percent(c['win'])}"
+        assert row["pen"] == f"penalty {c['penalty']:.1f}"
+    where = "#table-zone .pickable" if view["phase"] == "take" else "#me .card"
+    for c in candidates:
+        for name in c["cards"]:
+            tile = page.locator(f'{where}[data-card="{name}"]')
+            if c["best"]:
+                assert "coach-best" in tile.get_attribute("class").split()
+            if len(c["cards"]) == 1:
+                assert tile.locator(".odds").inner_text() == shown_percent(c["win"])
+        if c["kind"] == "pass":
+            assert page.inner_text("#pass") == f"Pass · {shown_percent(c['win'])}"
+    assert_fits(page, "a hint")
+    (page.tap if tap else page.click)(f'#coach .candidate[data-action="{best["action"]}"] button')
+    if best["kind"] == "pass":
+        (page.tap if tap else page.click)("#pass")
+    else:
+        assert page.inner_text("#submit").endswith(" ".join(best["cards"]))
+        (page.tap if tap else page.click)("#submit")
+    return data
+
+
+def check_review(page, seat: int, start) -> dict:
+    """Starts a review with ``start()`` and checks the page against the API's answer: every
+    decision of ``seat`` noted beside its move in the log (the move of that seat and action),
+    the summary, the costliest decisions as buttons that jump to them, and the key C."""
+    with page.expect_response(lambda r: r.url.endswith("/api/review"), timeout=REVIEW_MS) as answer:
+        start()
+    data = answer.value.json()
+    assert answer.value.status == 200, data
+    assert data["seat"] == seat and data["decisions"]
+    page.wait_for_function("() => document.querySelectorAll('#rp-log .rv').length > 0")
+    events = page.evaluate("() => window.odin.replay.frames.map((f) => f.event)")
+    for d in data["decisions"]:
+        k = d["step"] + 1  # step s of the review is move s + 1 of the log (frame 0: the deal)
+        assert events[k]["seat"] == seat and events[k]["action"] == d["action"], d
+        note = page.inner_text(f'#rp-log li.move[data-frame="{k}"] .rv')
+        if d["action"] == d["best_action"]:
+            assert note == "\u2713 best"
+        else:
+            assert note == f"\u2212{d['loss']:.2f} · best: {d['best_label']}"
+    assert page.locator("#rp-log .rv").count() == len(data["decisions"])
+    s = data["summary"]
+    summary = page.inner_text("#rv-summary")
+    assert f"{s['decisions']} decisions" in summary and shown_percent(s["agreed"]) in summary
+    assert f"{s['points_lost_per_hand']:.2f} points lost per hand" in summary
+    jumps = page.locator("#rv-costliest .jump")
+    assert jumps.count() == len(data["costliest"])
+    last = len(events) - 1
+    for i, step in enumerate(data["costliest"][:3]):
+        jumps.nth(i).click()
+        assert page.inner_text("#rp-counter") == f"{step + 1} / {last}"
+    if data["costliest"]:
+        page.click("#rp-first")
+        page.keyboard.press("c")
+        first = min(data["costliest"]) + 1
+        assert page.inner_text("#rp-counter") == f"{first} / {last}"
+    assert_fits(page, "a review")
+    return data
+
+
+# -- the tests ------------------------------------------------------------------------------
 
 
 def screenshot_of_a_four_player_game(page, path: Path) -> None:
     """A few moves of a game against the bundled agents, then the picture, a play selected."""
-    page.select_option("#players", "4")
-    for seat, agent in ((1, "ppo"), (2, "planner"), (3, "greedy")):
-        page.select_option(f"#opponent-{seat}", agent)
-    page.fill("#seed", "5")
-    page.click("#start")
-    page.select_option("#speed", "0")
+    new_game(page, 4, ["ppo", "planner", "greedy"], 15, 5)
     moves = 0
     while True:
-        page.wait_for_function(SETTLED)
-        view = page.evaluate("() => window.odin.view")
+        view = settle(page)
         plays = [a for a in view["legal"] if a["kind"] != "pass"]
         if moves >= 3 and view["phase"] == "follow" and any(len(a["cards"]) > 1 for a in plays):
             click_move(page, max(plays, key=lambda a: len(a["cards"])))
             assert page.is_enabled("#submit")
+            assert_fits(page, "a 4-player game")  # the score table of 4 fits its panel
             write_atomic(path, page.screenshot())
             page.click("#clear")
             return
         assert moves < 60, "no follow with a play of several cards to show"
-        if plays:
-            click_move(page, plays[0])
-            page.click("#submit")
-        else:
-            page.click("#pass")
+        make_move(page, plays[0] if plays else view["legal"][0])
         moves += 1
 
 
 def test_a_whole_game_by_clicking_then_its_replay_forwards_and_backwards(server, tmp_path):
     url, out = server
+    errors: list[str] = []
     with sync_playwright() as playwright:
         browser = launch(playwright)
-        # Playwright's waiting functions evaluate strings, which the page's CSP forbids.
-        page = browser.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
-        page.set_default_timeout(WAIT_MS)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page = open_page(browser, DESKTOP, errors)
         page.goto(url)
         picture = Path(os.environ.get("ODIN_SCREENSHOT") or tmp_path / "webapp.png")
         screenshot_of_a_four_player_game(page, picture)
         assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
         page.click("#nav-new")
-        page.select_option("#players", "2")
-        page.select_option("#opponent-1", "random")
-        page.fill("#threshold", "5")
-        page.fill("#seed", "11")
-        page.click("#start")
-        page.select_option("#speed", "0")  # show the others' moves without pauses
+        new_game(page, 2, ["random"], 5, 11)
+        refused = []
 
-        moves, refused_illegal = 0, False
-        while True:
-            page.wait_for_function(SETTLED)
-            if page.is_visible("#over"):
-                break
-            view = page.evaluate("() => window.odin.view")
-            assert view["players"] == 2 and view["current"] == 0 and view["legal"]
+        def try_an_illegal_pair(page, view):
             pair = illegal_pair(view) if view["phase"] != "take" else None
-            if pair and not refused_illegal:
+            if pair and not refused:
                 for name in pair:
                     page.click(f'#me .card[data-card="{name}"]')
                 assert page.is_disabled("#submit")
-                assert "Not a legal move" in page.inner_text("#hint")
+                assert page.inner_text("#hint").startswith("Not a legal move: ")
                 page.click("#clear")
-                refused_illegal = True
-            # The largest play sheds cards fastest; pass only when nothing else is legal.
-            choice = max(view["legal"], key=lambda a: (a["kind"] != "pass", len(a["cards"])))
-            if choice["kind"] == "pass":
-                page.click("#pass")
-            else:
-                click_move(page, choice)
-                assert page.is_enabled("#submit")
-                assert page.inner_text("#submit").endswith(" ".join(choice["cards"]))
-                page.click("#submit")
-            moves += 1
-        assert refused_illegal, "no turn offered an illegal pair of cards"
+                refused.append(pair)
 
+        moves = finish_game(page, each_turn=try_an_illegal_pair)
+        assert refused, "no turn offered an illegal pair of cards"
         assert page.inner_text("#over-title").startswith("Game over")
-        saved = page.inner_text("#over-saved").removeprefix("Saved as ")
-        assert saved.startswith("saved/game-")
-        record = load_records(out / saved.removeprefix("saved/"))
+        assert_fits(page, "the game-over panel")
+        record = saved_record(page, out)
         assert record.specs == ("human", "random") and len(record.games) == 1
 
         page.click("#watch")
@@ -181,6 +372,8 @@ def test_a_whole_game_by_clicking_then_its_replay_forwards_and_backwards(server,
         last = int(counter.split(" / ")[1])
         assert counter == f"0 / {last}" and page.inner_text("#rp-caption") == "The deal"
         assert last >= 2 * moves  # the person's decisions and at least as many of the other's
+        assert check_move_log(page) == last
+        page.click("#rp-first")
         for _ in range(3):
             page.click("#rp-next")
         assert page.inner_text("#rp-counter") == f"3 / {last}"
@@ -195,14 +388,119 @@ def test_a_whole_game_by_clicking_then_its_replay_forwards_and_backwards(server,
         page.select_option("#rec-seat", "1")
         page.wait_for_function("() => window.odin.replay.viewer === 1")
         assert page.inner_text("#rp-counter") == f"3 / {last}"  # the same decision
-        assert page.locator('#rp-seats .seat[data-seat="0"] > .cards').count() == 0
-        assert page.locator('#rp-seats .seat[data-seat="0"] .back').count() > 0
-        assert page.locator('#rp-seats .seat[data-seat="1"] > .cards .card').count() > 0
+
+        def seat_1_view():
+            assert page.locator('#rp-seats .seat[data-seat="0"] > .cards').count() == 0
+            assert page.locator('#rp-seats .seat[data-seat="0"] .back').count() > 0
+            assert page.locator('#rp-seats .seat[data-seat="1"] > .cards .card').count() > 0
+
+        seat_1_view()
         page.click("#rp-last")
         assert page.inner_text("#rp-counter") == f"{last} / {last}"
         assert page.is_disabled("#rp-next") and "Game over" in page.inner_text("#rp-caption")
         page.keyboard.press("ArrowLeft")
         assert page.inner_text("#rp-counter") == f"{last - 1} / {last}"
+        # Open (the game again, from the list) keeps seat 1's view: every hand open would spoil.
+        page.click("#rec-open")
+        page.wait_for_function("() => window.odin.frame === 0")
+        assert page.input_value("#rec-seat") == "1"
+        assert page.evaluate("() => window.odin.replay.viewer") == 1
+        seat_1_view()
+        assert_fits(page, "a replay")
+        browser.close()
+    assert errors == []
+
+
+def test_a_whole_game_by_the_keyboard_and_a_lead_explained(server):
+    url, out = server
+    errors: list[str] = []
+    explained, sorted_by_key = [], []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = open_page(browser, DESKTOP, errors)
+        page.goto(url)
+        assert "Enter" in page.inner_text("#keys-help")  # the keys are told on the page
+        new_game(page, 2, ["random"], 5, 3)
+        moves = 0
+        while True:
+            view = settle(page)
+            if page.is_visible("#over"):
+                break
+            take = view["phase"] == "take"
+            order = page.eval_on_selector_all(
+                "#table-zone .pickable" if take else "#me .card",
+                "tiles => tiles.map(t => t.dataset.card)",
+            )
+            hand = view["seats"][0]["hand"]
+            if view["phase"] == "lead" and len(hand) > 2 and not is_combo(hand) and not explained:
+                page.keyboard.press("1")
+                page.keyboard.press("2")
+                assert page.is_disabled("#submit")
+                text = page.inner_text("#hint")
+                assert "you may lead one card, or your whole hand if it is one combo" in text
+                assert page.get_attribute("#hint a", "href") == "/static/rules.html#r8"
+                page.keyboard.press("Escape")
+                assert page.evaluate("() => window.odin.selected.size") == 0
+                explained.append(text)
+            if not take and len(hand) > 1 and not sorted_by_key:
+                page.keyboard.press("s")
+                resorted = page.eval_on_selector_all("#me .card", "t => t.map(c => c.dataset.card)")
+                assert sorted(resorted) == sorted(order) and page.input_value("#sort") == "value"
+                order = resorted
+                sorted_by_key.append(True)
+            choice = largest(view)
+            if choice["kind"] == "pass":
+                page.keyboard.press("p")
+            else:
+                for name in choice["cards"]:
+                    page.keyboard.press(str(order.index(name) + 1))
+                assert page.inner_text("#submit").endswith(" ".join(choice["cards"]))
+                page.keyboard.press("Enter")
+            moves += 1
+            assert moves < 400
+        assert explained and sorted_by_key
+        assert saved_record(page, out).specs == ("human", "random")
+        browser.close()
+    assert errors == []
+
+
+def test_six_players_at_1024_px_fit(server):
+    url, _ = server
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = open_page(browser, {"width": 1024, "height": 768}, errors)
+        page.goto(url)
+        assert_fits(page, "the new-game form")
+        new_game(page, 6, ["greedy", "random", "planner", "greedy", "random"], 15, 8)
+        for _ in range(4):
+            view = settle(page)
+            assert_fits(page, "a 6-player game")
+            seats = page.eval_on_selector_all(
+                "#seats .seat", "s => s.map(e => e.getBoundingClientRect().right)"
+            )
+            assert len(seats) == 5 and max(seats) <= page.evaluate("() => innerWidth")
+            make_move(page, largest(view))
+        browser.close()
+    assert errors == []
+
+
+def test_a_hint_and_the_review_of_the_game_on_a_desktop(server):
+    url, _ = server
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = open_page(browser, DESKTOP, errors)
+        page.goto(url)
+        new_game(page, 2, ["greedy"], 3, 21)
+        check_hint(page)
+        check_hint(page, key=True)  # the key H asks as well
+        finish_game(page)
+        check_review(page, 0, lambda: page.click("#over-review"))
+        assert page.input_value("#rv-seat") == "0"
+        # Another seat's review, asked for in the replay viewer.
+        page.select_option("#rv-seat", "1")
+        check_review(page, 1, lambda: page.click("#rv-run"))
         browser.close()
     assert errors == []
 

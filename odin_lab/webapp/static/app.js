@@ -3,6 +3,11 @@
 // Everything shown comes from the server. During play the server sends only what the person's
 // seat may see, so this page never holds another seat's hidden cards. A move is sent only when
 // the selection is exactly one of the legal actions the server listed.
+//
+// The page's scripts are classic scripts sharing one global scope, loaded in this order:
+// explain.js (why a selection is not a legal move), coach.js (hints and the game review),
+// replay.js (the replay viewer and its move log), keys.js (the keyboard), then this file, which
+// holds the shared helpers and the game in play, and starts the page last.
 
 const $ = (id) => document.getElementById(id);
 const COLOURS = { R: "red", Y: "yellow", G: "green", B: "blue", P: "purple", O: "orange" };
@@ -12,6 +17,8 @@ const ME = 0; // the person's seat (webapp.sessions.HUMAN)
 const state = {
   agents: null, game: null, view: null, final: null, record: null,
   selected: new Set(), queue: [], busy: false, replay: null, frame: 0,
+  hint: null, // the coach's answer for the person's current turn: {turn, data}
+  review: null, // the review shown beside the replay's moves
 };
 window.odin = state; // for the browser test and the console
 
@@ -38,6 +45,9 @@ async function api(method, path, body) {
 
 function screen(id) {
   for (const name of ["setup", "play", "replays"]) $(name).hidden = name !== id;
+  // A button left focused on a hidden screen would still take the keys (keys.js).
+  const focused = document.activeElement;
+  if (focused && focused.closest("[hidden]")) focused.blur();
 }
 
 // -- cards ---------------------------------------------------------------------------------
@@ -129,8 +139,10 @@ function scoreTable(table, view) {
   const head = el("tr");
   head.append(el("th", "", "Hand"));
   view.seats.forEach((s) => {
+    // "planner (seat 2)" is shown as "planner" over "seat 2", so that narrow columns fit.
     const [agent, seat] = s.name.split(" (");
     const cell = el("th", "", agent);
+    cell.title = s.name;
     if (seat) cell.append(el("small", "", ` ${seat.replace(")", "")}`));
     head.append(cell);
   });
@@ -194,7 +206,7 @@ async function startGame(event) {
 }
 
 function begin(data, log) {
-  Object.assign(state, { game: data.game_id, view: null, record: null, queue: [] });
+  Object.assign(state, { game: data.game_id, view: null, record: null, queue: [], hint: null });
   state.selected.clear();
   $("log").replaceChildren();
   for (const text of log) addLog({ text, seat: -1 });
@@ -259,7 +271,9 @@ function addLog(event) {
     item.textContent += ` · penalties ${event.hand_end.penalties.join(" / ")}`;
   }
   $("log").append(item);
-  item.scrollIntoView({ block: "nearest" });
+  // Scroll the log only: scrollIntoView would also scroll the page on a phone, where the log
+  // sits below the table.
+  $("log").scrollTop = $("log").scrollHeight;
 }
 
 function myTurn() {
@@ -287,10 +301,19 @@ function draw() {
   for (let s = 0; s < v.players; s++) if (s !== ME) seats.append(seatPanel(v, s, false));
   const zone = $("table-zone");
   zone.replaceChildren(tableZone(v, myTurn() && v.phase === "take"));
-  zone.querySelectorAll(".pickable").forEach((tile) => (tile.onclick = () => pick(tile.dataset.card, true)));
+  zone.querySelectorAll(".pickable").forEach((tile, place) => {
+    tile.onclick = () => pick(tile.dataset.card, true);
+    tile.append(el("u", "key", String(place + 1))); // the number key that takes it
+  });
   drawMe();
   drawControls();
+  drawHint(); // coach.js: the hint's numbers on the cards and the moves, when asked for
   scoreTable($("scores"), v);
+}
+
+// The person's hand as drawn, left to right: the number keys pick cards in this order.
+function handOrder() {
+  return sorted(state.view.seats[ME].hand, $("sort").value);
 }
 
 function drawMe() {
@@ -302,17 +325,22 @@ function drawMe() {
   const head = el("div", "seat-head");
   head.append(el("strong", "", "Your hand"), el("span", "total", `total ${mine.total}`));
   box.append(head);
+  // On a follow, the cards of some play that beats the table are outlined. On a lead every
+  // card may be led alone, so an outline would tell nothing: none is drawn.
   const playable = new Set();
-  if (myTurn()) for (const a of v.legal) if (a.kind === "play") a.cards.forEach((c) => playable.add(c));
+  if (myTurn() && v.phase === "follow") {
+    for (const a of v.legal) if (a.kind === "play") a.cards.forEach((c) => playable.add(c));
+  }
   const row = el("div", "cards hand");
-  for (const name of sorted(mine.hand, $("sort").value)) {
+  handOrder().forEach((name, place) => {
     let extra = "";
-    if (myTurn() && v.phase !== "take") extra = playable.has(name) ? "playable" : "dim";
+    if (myTurn() && v.phase === "follow") extra = playable.has(name) ? "playable" : "dim";
     if (state.selected.has(name)) extra += " selected";
     const tile = card(name, extra);
+    tile.append(el("u", "key", String(place + 1))); // the number key that picks it
     tile.onclick = () => pick(name, false);
     row.append(tile);
-  }
+  });
   box.append(row);
 }
 
@@ -333,15 +361,17 @@ function drawControls() {
   submit.disabled = !action;
   submit.textContent = action ? `${action.kind === "take" ? "Take" : "Play"} ${action.cards.join(" ")}` : "Play";
   $("pass").disabled = !(turn && v.legal.some((a) => a.kind === "pass"));
+  $("pass").textContent = "Pass"; // a hint adds its chance to win (coach.js)
+  $("pass").classList.remove("coach-best");
   $("clear").disabled = !state.selected.size;
-  let hint = "";
-  if (state.busy) hint = "The others are playing…";
-  else if (turn && state.selected.size && !action) hint = "Not a legal move: pick cards that make one of the highlighted plays.";
-  else if (turn && v.phase === "lead") hint = "Lead one card, or your whole hand if it is one combo.";
-  else if (turn && v.phase === "follow") hint = "Beat the table: as many cards with a higher number, or exactly one card more. Or pass.";
-  else if (turn && v.phase === "take") hint = "You beat it: click the card of the beaten combo you want to keep.";
-  $("hint").textContent = hint;
-  $("hint").classList.toggle("warn", Boolean(turn && state.selected.size && !action));
+  drawHintButton(); // coach.js
+  const illegal = turn && state.selected.size > 0 && !action;
+  const hint = $("hint");
+  hint.replaceChildren();
+  if (state.busy) hint.textContent = "The others are playing…";
+  else if (illegal) hint.append(...whyIllegal([...state.selected], v)); // explain.js
+  else if (turn) hint.textContent = turnHelp(v); // explain.js
+  hint.classList.toggle("warn", illegal);
 }
 
 async function send(action) {
@@ -360,6 +390,15 @@ async function send(action) {
   }
 }
 
+function pass() {
+  if (myTurn()) send(state.view.legal.find((a) => a.kind === "pass"));
+}
+
+function clearSelection() {
+  state.selected.clear();
+  draw();
+}
+
 function gameOver(data) {
   const v = data.view;
   const names = v.seats.map((s) => s.name);
@@ -367,78 +406,16 @@ function gameOver(data) {
   if (v.winners.length === 1 && v.winners[0] === ME) title = "You win!";
   $("over-title").textContent = `Game over: ${title}`;
   scoreTable($("over-scores"), v);
-  $("over-saved").textContent = data.record ? `Saved as ${data.record.file}` : data.save_error || "";
-  $("watch").disabled = !data.record;
+  $("over-saved").textContent = data.record ? savedText(data.record) : data.save_error || "";
+  $("watch").disabled = $("over-review").disabled = !data.record;
   $("over").hidden = false;
 }
 
-// -- the replay viewer ---------------------------------------------------------------------
-
-async function listRecords(select) {
-  $("rec-error").textContent = "";
-  const data = await api("GET", "/api/records");
-  const files = $("rec-file");
-  files.replaceChildren();
-  for (const f of data.files) {
-    const label = f.error ? `${f.file} (cannot replay)` : `${f.file} · ${f.games} game${f.games === 1 ? "" : "s"} · ${f.specs.join(", ")}`;
-    const option = new Option(label, f.file);
-    option.disabled = Boolean(f.error);
-    option.title = f.error || "";
-    files.append(option);
-  }
-  if (select) files.value = select;
-  if (!data.files.length) $("rec-error").textContent = "No records files yet: finish a game, or start the server with --records DIR.";
-}
-
-async function openReplay(file, game, seat, frame) {
-  try {
-    const query = new URLSearchParams({ file, game, seat });
-    const data = await api("GET", `/api/replay?${query}`);
-    state.replay = data;
-    const seats = $("rec-seat");
-    seats.replaceChildren(new Option("all hands open", "all"));
-    data.names.forEach((name, s) => seats.append(new Option(`as ${name}`, String(s))));
-    seats.value = seat;
-    $("rec-game").value = game;
-    $("rec-game").max = data.games - 1;
-    $("rp-slider").max = data.frames.length - 1;
-    $("rec-error").textContent = "";
-    $("replay").hidden = false;
-    showFrame(frame || 0);
-  } catch (error) {
-    $("rec-error").textContent = error.message;
-  }
-}
-
-function showFrame(k) {
-  const r = state.replay;
-  if (!r) return;
-  const last = r.frames.length - 1;
-  state.frame = Math.max(0, Math.min(last, k));
-  const { view, event } = r.frames[state.frame];
-  $("rp-status").textContent = `Hand ${view.hand_number} · threshold ${view.threshold} · ${r.file} game ${r.game}`;
-  let caption = event ? event.text : "The deal";
-  if (event && event.hand_end) {
-    const names = view.seats.map((seat) => seat.name);
-    caption += ` · penalties ${event.hand_end.penalties.map((p, seat) => `${names[seat]} +${p}`).join(", ")}`;
-  }
-  if (event && event.game_over) caption += " · Game over.";
-  $("rp-caption").textContent = caption;
-  const seats = $("rp-seats");
-  seats.replaceChildren();
-  for (let s = 0; s < view.players; s++) seats.append(seatPanel(view, s, true));
-  $("rp-table").replaceChildren(tableZone(view, false));
-  scoreTable($("rp-scores"), view);
-  $("rp-slider").value = state.frame;
-  $("rp-counter").textContent = `${state.frame} / ${last}`;
-  $("rp-first").disabled = $("rp-prev").disabled = state.frame === 0;
-  $("rp-next").disabled = $("rp-last").disabled = state.frame === last;
-}
-
-function showReplays(select) {
-  screen("replays");
-  history.replaceState(null, "", "#replays");
-  listRecords(select).catch((error) => ($("rec-error").textContent = error.message));
+// Where the finished game's record is: its path on the server's disk when the server says it,
+// and the name under which the replay list shows it.
+function savedText(record) {
+  const listed = `listed under Replays as ${record.file}`;
+  return record.path ? `Saved as ${record.path} (${listed})` : `Saved: ${listed}`;
 }
 
 // -- wiring --------------------------------------------------------------------------------
@@ -448,33 +425,16 @@ function wire() {
   $("nav-new").onclick = () => { screen("setup"); history.replaceState(null, "", "#"); };
   $("nav-replays").onclick = () => showReplays();
   $("submit").onclick = () => send(selectedAction());
-  $("pass").onclick = () => send(state.view.legal.find((a) => a.kind === "pass"));
-  $("clear").onclick = () => { state.selected.clear(); draw(); };
+  $("pass").onclick = pass;
+  $("clear").onclick = clearSelection;
+  $("hint-button").onclick = askHint; // coach.js
   $("sort").onchange = () => { draw(); if (state.replay) showFrame(state.frame); };
   $("again").onclick = () => { $("over").hidden = true; screen("setup"); };
-  $("watch").onclick = async () => {
-    $("over").hidden = true;
-    showReplays(state.record.file);
-    await openReplay(state.record.file, state.record.game, "all", 0);
-  };
-  $("rec-open").onclick = () => openReplay($("rec-file").value, Number($("rec-game").value), "all", 0);
-  $("rec-refresh").onclick = () => listRecords($("rec-file").value);
-  $("rec-seat").onchange = () => {
-    const r = state.replay;
-    if (r) openReplay(r.file, r.game, $("rec-seat").value, state.frame);
-  };
-  $("rp-first").onclick = () => showFrame(0);
-  $("rp-prev").onclick = () => showFrame(state.frame - 1);
-  $("rp-next").onclick = () => showFrame(state.frame + 1);
-  $("rp-last").onclick = () => showFrame(Infinity);
-  $("rp-slider").oninput = () => showFrame(Number($("rp-slider").value));
-  document.addEventListener("keydown", (event) => {
-    if ($("replays").hidden || !state.replay || event.target.matches("input, select")) return;
-    const step = { ArrowLeft: -1, ArrowRight: 1 }[event.key];
-    if (step) showFrame(state.frame + step);
-    if (event.key === "Home") showFrame(0);
-    if (event.key === "End") showFrame(Infinity);
-  });
+  $("watch").onclick = () => watchRecord(false); // replay.js
+  $("over-review").onclick = () => watchRecord(true);
+  wireReplays(); // replay.js
+  wireReview(); // coach.js
+  wireKeys(); // keys.js
 }
 
 async function main() {

@@ -1,0 +1,198 @@
+"use strict";
+// The coach: the search's view of the person's moves. A hint (POST /api/games/{id}/hint) scores
+// every candidate of the turn at hand from the person's observation alone: its chance to win
+// the game and the penalty expected, the best marked. A review (POST /api/review) scores every
+// decision of one seat of a recorded game: the value of the move made and of the search's best,
+// and the loss between them; it is shown beside each move of the replay's log.
+
+const percent = (x) => `${Math.round(x * 100)}%`;
+const points = (x) => x.toFixed(1);
+
+// -- hints ---------------------------------------------------------------------------------
+
+function hintShown() {
+  return Boolean(state.hint && myTurn() && state.hint.turn === state.view.turn);
+}
+
+function drawHintButton() {
+  const button = $("hint-button");
+  button.disabled = !myTurn() || Boolean(state.hintPending);
+  button.textContent = state.hintPending ? "Thinking…" : "Hint";
+}
+
+async function askHint() {
+  if (!myTurn() || state.hintPending) return;
+  const turn = state.view.turn;
+  state.hintPending = true;
+  drawHintButton();
+  $("play-error").textContent = "";
+  try {
+    const data = await api("POST", `/api/games/${state.game}/hint`, {});
+    state.hint = { turn, data };
+  } catch (error) {
+    $("play-error").textContent = error.message;
+  } finally {
+    state.hintPending = false;
+    draw();
+  }
+}
+
+const moveLabel = (c) => c.label || (c.kind === "pass" ? "pass" : `${c.kind} ${c.cards.join(" ")}`);
+
+// The hint on the page: a list of every candidate (click one to select its cards), the chance to
+// win on each card that is a candidate alone (a lead's card, a card to take) and on Pass, and a
+// star on the cards of the best candidate.
+function drawHint() {
+  const box = $("coach");
+  if (!hintShown()) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const data = state.hint.data;
+  const head = el("div", "coach-head", "The search's view of your moves");
+  head.append(el("small", "", ` · ${Math.round(data.elapsed_ms)} ms of ${data.budget_ms}`));
+  const list = el("ol", "candidates");
+  const ranked = [...data.candidates].sort((a, b) => b.best - a.best || b.win - a.win);
+  for (const c of ranked) list.append(candidateRow(c));
+  box.replaceChildren(head, list);
+  box.hidden = false;
+  for (const c of data.candidates) markCards(c);
+}
+
+function candidateRow(c) {
+  const row = el("li", c.best ? "candidate best" : "candidate");
+  row.dataset.action = c.action;
+  const button = el("button", "", "");
+  button.type = "button";
+  button.append(
+    el("span", "star", c.best ? "\u2605" : ""),
+    el("span", "what", moveLabel(c)),
+    el("span", "win", `win ${percent(c.win)}`),
+    el("span", "pen", `penalty ${points(c.penalty)}`),
+  );
+  button.title = c.best ? "the search's best move" : "";
+  button.onclick = () => chooseCandidate(c);
+  row.append(button);
+  return row;
+}
+
+// Clicking a candidate selects its cards, as clicking them would; Pass stays the Pass button's.
+function chooseCandidate(c) {
+  state.selected = new Set(c.cards);
+  draw();
+  if (c.kind === "pass") $("pass").focus();
+  else $("submit").focus();
+}
+
+function markCards(c) {
+  const where = c.kind === "take" ? "#table-zone .pickable" : "#me .card";
+  if (c.kind === "pass") {
+    $("pass").textContent = `Pass · ${percent(c.win)}`;
+    $("pass").classList.toggle("coach-best", c.best);
+    return;
+  }
+  for (const name of c.cards) {
+    const tile = document.querySelector(`${where}[data-card="${name}"]`);
+    if (!tile) continue;
+    if (c.best) tile.classList.add("coach-best");
+    if (c.cards.length === 1) tile.append(el("span", "odds", percent(c.win)));
+  }
+}
+
+// -- the review of a recorded game ---------------------------------------------------------
+
+function wireReview() {
+  $("rv-run").onclick = () => runReview(Number($("rv-seat").value));
+}
+
+// The seats a review may be asked for; the seat first offered is the seat viewed, else the
+// person's seat of a web game ("human"), else seat 0.
+function reviewChoices(r) {
+  const select = $("rv-seat");
+  const before = select.value;
+  select.replaceChildren();
+  r.names.forEach((name, s) => select.append(new Option(name, String(s))));
+  const person = r.names.findIndex((name) => name.startsWith("human "));
+  const kept = state.review ? String(state.review.seat) : before;
+  if (r.viewer !== null) select.value = String(r.viewer);
+  else if (kept && Number(kept) < r.names.length) select.value = kept;
+  else select.value = String(Math.max(person, 0));
+}
+
+async function runReview(seat) {
+  const r = state.replay;
+  if (!r) return;
+  $("rv-error").textContent = "";
+  $("rv-run").disabled = true;
+  $("rv-run").textContent = "Reviewing…";
+  $("rv-summary").textContent = "The search scores every decision of the seat: this takes a while.";
+  try {
+    const data = await api("POST", "/api/review", { file: r.file, game: r.game, seat });
+    if (state.replay === r) state.review = data;
+  } catch (error) {
+    $("rv-error").textContent = error.message;
+  } finally {
+    $("rv-run").disabled = false;
+    $("rv-run").textContent = "Review";
+    drawReview();
+  }
+}
+
+// The summary, the costliest decisions as buttons that jump to them, and one note beside each
+// decision of the seat in the move log: a tick where the search agrees, else the loss and the
+// search's best move.
+function drawReview() {
+  const rv = state.review;
+  const r = state.replay;
+  for (const old of $("rp-log").querySelectorAll(".rv")) old.remove();
+  $("rp-log").querySelectorAll(".reviewed").forEach((item) => item.classList.remove("reviewed", "agreed", "lost", "costly"));
+  $("rv-costliest").replaceChildren();
+  if (!rv || !r) {
+    $("rv-summary").textContent = "";
+    return;
+  }
+  const s = rv.summary;
+  $("rv-summary").textContent = `${r.names[rv.seat]}: ${s.decisions} decisions, ${percent(s.agreed)} as the search would, `
+    + `${s.points_lost_per_hand.toFixed(2)} points lost per hand`;
+  const costly = new Set(rv.costliest);
+  for (const d of rv.decisions) noteDecision(d, costly.has(d.step));
+  drawCostliest(rv);
+}
+
+function noteDecision(d, costly) {
+  const item = state.moveItems[frameOfStep(d.step)];
+  if (!item) return;
+  const agreed = d.action === d.best_action;
+  item.classList.add("reviewed", agreed ? "agreed" : "lost");
+  if (costly) item.classList.add("costly");
+  const note = el("span", "rv", agreed ? "\u2713 best" : `\u2212${d.loss.toFixed(2)} · best: ${d.best_label}`);
+  note.dataset.step = d.step;
+  note.title = `value ${d.value.toFixed(2)}, best ${d.best_value.toFixed(2)}`;
+  item.append(note);
+}
+
+function drawCostliest(rv) {
+  const box = $("rv-costliest");
+  if (!rv.costliest.length) return;
+  box.append(el("span", "label", "Costliest:"));
+  const byStep = Object.fromEntries(rv.decisions.map((d) => [d.step, d]));
+  for (const step of rv.costliest) {
+    const d = byStep[step];
+    const jump = el("button", "jump", `move ${frameOfStep(step)} \u2212${d ? d.loss.toFixed(2) : "?"}`);
+    jump.type = "button";
+    jump.dataset.step = step;
+    jump.title = d ? `${d.label}; the search: ${d.best_label}` : "";
+    jump.onclick = () => showFrame(frameOfStep(step));
+    box.append(jump);
+  }
+}
+
+// The key C: the next costliest decision after the frame shown (in move order), round again
+// after the last.
+function nextCostliest() {
+  const rv = state.review;
+  if (!rv || !rv.costliest.length) return;
+  const frames = rv.costliest.map(frameOfStep).sort((a, b) => a - b);
+  showFrame(frames.find((k) => k > state.frame) ?? frames[0]);
+}
