@@ -31,6 +31,7 @@ on any machine; a time budget depends on the machine's speed, so it does not.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -121,7 +122,16 @@ def score_candidates(
         seed, rollouts=ROLLOUTS if rollouts is None else rollouts, min_worlds=min_worlds,
         policy=policy, ms=ms,
     )  # fmt: skip
+    # Engines are kept per thread from call to call (building one costs up to ~0.1 s, a good
+    # part of a short budget); one thread's engines are never stepped by another.
+    engines = getattr(_THREAD, "engines", None)
+    if engines is None:
+        engines = _THREAD.engines = {}
+    agent._engines = engines
     return agent.evaluate(observation, action_mask, within=within)
+
+
+_THREAD = threading.local()
 
 
 class SearchAgent:
@@ -208,7 +218,7 @@ class SearchAgent:
                 # The next round's worlds: as many as the time left holds at this round's pace
                 # (with room to spare), a power of two so that few engine sizes are built.
                 per_world = (now - began) * 1000.0 / size
-                fits = int(left / (1.5 * per_world)) if per_world > 0 else _MAX_ROUND
+                fits = int(left / (2.0 * per_world)) if per_world > 0 else _MAX_ROUND
                 if fits < 1:
                     break
                 size = 1 << (min(fits, _MAX_ROUND).bit_length() - 1)
