@@ -21,6 +21,7 @@ import re
 import selectors
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,9 @@ OVERFLOW = """() => {
 }"""
 
 
-@pytest.fixture
-def server(tmp_path):
-    """``(url, out folder)`` of a server started as a person would start it."""
+@contextmanager
+def serving(tmp_path: Path):
+    """``(url, out folder)`` of a server started as a person would start it, stopped after."""
     out = tmp_path / "web"
     proc = subprocess.Popen(
         [sys.executable, "-m", "odin_lab.webapp", "--port", "0", "--out", str(out),
@@ -79,6 +80,12 @@ def server(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def server(tmp_path):
+    with serving(tmp_path) as found:
+        yield found
 
 
 def launch(playwright):

@@ -17,12 +17,33 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+from playwright.sync_api import sync_playwright
+from test_webapp_browser import (
+    assert_fits,
+    check_hint,
+    check_move_log,
+    check_review,
+    finish_game,
+    largest,
+    launch,
+    make_move,
+    new_game,
+    open_page,
+    saved_record,
+    serving,
+    settle,
+)
+
 ROOT = Path(__file__).resolve().parents[1]
 RULES_MD = ROOT / "docs" / "rules.md"
 RULES_HTML = ROOT / "odin_lab" / "webapp" / "static" / "rules.html"
 RULES_START = "## Material"
 RULES_END = "All settings live in"
 """The players' rules run from the section on the material to the research settings' table."""
+
+PHONE = {"width": 390, "height": 844}
+SMALL_PHONE = {"width": 360, "height": 740}
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -86,6 +107,100 @@ def test_the_rules_page_is_the_players_part_of_docs_rules_md():
     words = page_text(page)
     assert "if the leader's whole hand is a single combo" in words
     assert "Nothing else beats A." in words
+
+
+@pytest.fixture
+def server(tmp_path):
+    with serving(tmp_path) as found:
+        yield found
+
+
+def hand_in_its_box(page) -> None:
+    """Every card of the person's hand lies inside the hand's box: the cards wrap into rows."""
+    box = page.eval_on_selector("#me", "e => e.getBoundingClientRect().right")
+    rights = page.eval_on_selector_all(
+        "#me .card", "t => t.map(c => c.getBoundingClientRect().right)"
+    )
+    assert rights and max(rights) <= box
+
+
+def test_a_whole_game_by_tapping_on_a_phone_then_its_replay_and_the_rules(server):
+    url, out = server
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = open_page(browser, PHONE, errors, phone=True)
+        page.goto(url)
+        assert_fits(page, "the new-game form")
+        assert not page.is_visible("#keys-help")  # no keyboard to tell of on a phone
+
+        # The rules open from the header, in a page of their own that fits the phone too.
+        with page.context.expect_page() as opened:
+            page.tap("#nav-rules")
+        rules = opened.value
+        rules.wait_for_load_state()
+        assert rules.url.endswith("/static/rules.html") and "rules" in rules.title()
+        assert "R8. Leading." in rules.inner_text("#r8")
+        assert_fits(rules, "the rules page")
+        rules.close()
+
+        new_game(page, 2, ["random"], 5, 7)
+        rows = []
+
+        def every_turn(page, view):
+            assert_fits(page, f"turn {view['turn']}")
+            hand_in_its_box(page)
+            tops = page.eval_on_selector_all("#me .card", "t => t.map(c => c.offsetTop)")
+            rows.append(len(set(tops)))
+
+        moves = finish_game(page, tap=True, each_turn=every_turn)
+        assert moves > 3 and max(rows) >= 2, "a full hand is drawn in two rows or more"
+        assert_fits(page, "the game-over panel")
+        assert page.is_visible("#over-review")
+        assert saved_record(page, out).specs == ("human", "random")
+
+        page.tap("#watch")
+        page.wait_for_selector("#replay:not([hidden])")
+        last = check_move_log(page)
+        page.tap("#rp-first")
+        page.tap("#rp-next")
+        page.tap("#rp-next")
+        assert page.inner_text("#rp-counter") == f"2 / {last}"
+        assert_fits(page, "a replay")
+        browser.close()
+    assert errors == []
+
+
+def test_six_players_fit_a_360_px_phone(server):
+    url, _ = server
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = open_page(browser, SMALL_PHONE, errors, phone=True)
+        page.goto(url)
+        new_game(page, 6, ["greedy", "random", "greedy", "random", "greedy"], 15, 4)
+        for _ in range(5):
+            view = settle(page)
+            assert_fits(page, "a 6-player game")
+            hand_in_its_box(page)
+            make_move(page, largest(view), tap=True)
+        browser.close()
+    assert errors == []
+
+
+def test_a_hint_and_the_review_of_the_game_on_a_phone(server):
+    url, _ = server
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = open_page(browser, PHONE, errors, phone=True)
+        page.goto(url)
+        new_game(page, 2, ["greedy"], 3, 22)
+        check_hint(page, tap=True)
+        finish_game(page, tap=True)
+        check_review(page, 0, lambda: page.tap("#over-review"))
+        browser.close()
+    assert errors == []
 
 
 if __name__ == "__main__":
