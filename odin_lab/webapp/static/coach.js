@@ -37,7 +37,11 @@ async function askHint() {
   }
 }
 
-const moveLabel = (c) => c.label || (c.kind === "pass" ? "pass" : `${c.kind} ${c.cards.join(" ")}`);
+// The server's label ("Y8 O8", "pass", "take O2") with its verb, as the buttons say it.
+function moveLabel(c) {
+  const text = c.kind === "play" ? `play ${c.label}` : c.label;
+  return text[0].toUpperCase() + text.slice(1);
+}
 
 // The hint on the page: a list of every candidate (click one to select its cards), the chance to
 // win on each card that is a candidate alone (a lead's card, a card to take) and on Pass, and a
@@ -51,10 +55,10 @@ function drawHint() {
   }
   const data = state.hint.data;
   const head = el("div", "coach-head", "The search's view of your moves");
-  head.append(el("small", "", ` · ${Math.round(data.elapsed_ms)} ms of ${data.budget_ms}`));
+  const layouts = data.worlds ? ` · ${data.worlds} layouts of the unseen cards` : "";
+  head.append(el("small", "", `${layouts} · ${Math.round(data.elapsed_ms)} ms`));
   const list = el("ol", "candidates");
-  const ranked = [...data.candidates].sort((a, b) => b.best - a.best || b.win - a.win);
-  for (const c of ranked) list.append(candidateRow(c));
+  for (const c of data.candidates) list.append(candidateRow(c)); // the server's order: best first
   box.replaceChildren(head, list);
   box.hidden = false;
   for (const c of data.candidates) markCards(c);
