@@ -22,6 +22,7 @@ import selectors
 import subprocess
 import sys
 from contextlib import contextmanager
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,11 @@ def check_move_log(page) -> int:
 # -- hints and reviews: what the page shows is what the API answered --------------------------
 
 
+def fixed(x: float, digits: int) -> str:
+    """``x.toFixed(digits)`` as JavaScript writes it: the exact value, a tie rounded up."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
 def shown_percent(x: float) -> str:
     """A chance as the page shows it (JavaScript's Math.round of the percent)."""
     return f"{int(x * 100 + 0.5)}%"
@@ -260,7 +266,7 @@ def check_hint(page, key: bool = False, tap: bool = False) -> dict:
         c = by_action[row["action"]]
         assert row["what"].lower().endswith(c["label"].lower()) and row["best"] == c["best"]
         assert row["win"] == f"win {shown_percent(c['win'])}"
-        assert row["pen"] == f"penalty {c['penalty']:.1f}"
+        assert row["pen"] == f"penalty {fixed(c['penalty'], 1)}"
     where = "#table-zone .pickable" if view["phase"] == "take" else "#me .card"
     for c in candidates:
         for name in c["cards"]:
@@ -281,9 +287,29 @@ def check_hint(page, key: bool = False, tap: bool = False) -> dict:
     return data
 
 
+MINUS = "\u2212"
+
+
+def spoken(label: str) -> str:
+    """A review's label with its verb, as the page writes it."""
+    return label if label == "pass" or label.startswith("take ") else f"play {label}"
+
+
+def decision_note(d: dict) -> str:
+    """The note the page writes beside a reviewed decision's move."""
+    if d["action"] == d["best_action"]:
+        note = "\u2713 the search's move"
+    else:
+        points = d["points_lost"]
+        signed = ("+" if points >= 0 else MINUS) + fixed(abs(points), 1)
+        note = f"\u2212{shown_percent(d['loss'])} to win, {signed} points · best: "
+        note += spoken(d["best_label"])
+    return note + (" · hint asked" if d["hinted"] else "")
+
+
 def check_review(page, seat: int, start) -> dict:
     """Starts a review with ``start()`` and checks the page against the API's answer: every
-    decision of ``seat`` noted beside its move in the log (the move of that seat and action),
+    decision of ``seat`` noted beside its move in the log (a move of that seat and action),
     the summary, the costliest decisions as buttons that jump to them, and the key C."""
     with page.expect_response(lambda r: r.url.endswith("/api/review"), timeout=REVIEW_MS) as answer:
         start()
@@ -292,29 +318,30 @@ def check_review(page, seat: int, start) -> dict:
     assert data["seat"] == seat and data["decisions"]
     page.wait_for_function("() => document.querySelectorAll('#rp-log .rv').length > 0")
     events = page.evaluate("() => window.odin.replay.frames.map((f) => f.event)")
+    frame_of = {}
     for d in data["decisions"]:
-        k = d["step"] + 1  # step s of the review is move s + 1 of the log (frame 0: the deal)
+        k = d["frame"] + 1  # the replay's frame after the decision: its move in the log
         assert events[k]["seat"] == seat and events[k]["action"] == d["action"], d
+        assert not events[k]["forced"]
         note = page.inner_text(f'#rp-log li.move[data-frame="{k}"] .rv')
-        if d["action"] == d["best_action"]:
-            assert note == "\u2713 best"
-        else:
-            assert note == f"\u2212{d['loss']:.2f} · best: {d['best_label']}"
+        assert note == decision_note(d), (note, decision_note(d))
+        frame_of[d["step"]] = k
     assert page.locator("#rp-log .rv").count() == len(data["decisions"])
     s = data["summary"]
     summary = page.inner_text("#rv-summary")
     assert f"{s['decisions']} decisions" in summary and shown_percent(s["agreed"]) in summary
-    assert f"{s['points_lost_per_hand']:.2f} points lost per hand" in summary
+    assert f"{fixed(s['points_lost_per_hand'], 2)} points lost per hand" in summary
     jumps = page.locator("#rv-costliest .jump")
     assert jumps.count() == len(data["costliest"])
     last = len(events) - 1
     for i, step in enumerate(data["costliest"][:3]):
         jumps.nth(i).click()
-        assert page.inner_text("#rp-counter") == f"{step + 1} / {last}"
+        assert page.inner_text("#rp-counter") == f"{frame_of[step]} / {last}"
+        assert "costly" in page.get_attribute("#rp-log li.current", "class").split()
     if data["costliest"]:
         page.click("#rp-first")
         page.keyboard.press("c")
-        first = min(data["costliest"]) + 1
+        first = min(frame_of[step] for step in data["costliest"])
         assert page.inner_text("#rp-counter") == f"{first} / {last}"
     assert_fits(page, "a review")
     return data

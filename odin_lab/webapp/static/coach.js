@@ -143,9 +143,16 @@ async function runReview(seat) {
   }
 }
 
+// A decision's move in the log: the review's `frame` counts every decision, forced ones
+// included, from 0, so the move is the replay's frame after it.
+const frameOfDecision = (d) => d.frame + 1;
+
+// A review's label ("Y8 O8", "pass", "take O2") with its verb.
+const spoken = (label) => (label === "pass" || label.startsWith("take ") ? label : `play ${label}`);
+
 // The summary, the costliest decisions as buttons that jump to them, and one note beside each
-// decision of the seat in the move log: a tick where the search agrees, else the loss and the
-// search's best move.
+// decision of the seat in the move log: a tick where the search agrees, else the win chance and
+// the points lost against the search's best move, which it names.
 function drawReview() {
   const rv = state.review;
   const r = state.replay;
@@ -157,22 +164,31 @@ function drawReview() {
     return;
   }
   const s = rv.summary;
-  $("rv-summary").textContent = `${r.names[rv.seat]}: ${s.decisions} decisions, ${percent(s.agreed)} as the search would, `
+  let summary = `${r.names[rv.seat]}: ${s.decisions} decisions, ${percent(s.agreed)} as the search would, `
     + `${s.points_lost_per_hand.toFixed(2)} points lost per hand`;
+  if (s.hinted) summary += `, ${s.hinted} after a hint`;
+  $("rv-summary").textContent = summary;
   const costly = new Set(rv.costliest);
   for (const d of rv.decisions) noteDecision(d, costly.has(d.step));
   drawCostliest(rv);
 }
 
+function decisionNote(d) {
+  const signed = (x) => `${x >= 0 ? "+" : "\u2212"}${Math.abs(x).toFixed(1)}`;
+  let text = d.action === d.best_action ? "\u2713 the search's move"
+    : `\u2212${percent(d.loss)} to win, ${signed(d.points_lost)} points · best: ${spoken(d.best_label)}`;
+  if (d.hinted) text += " · hint asked";
+  return text;
+}
+
 function noteDecision(d, costly) {
-  const item = state.moveItems[frameOfStep(d.step)];
+  const item = state.moveItems[frameOfDecision(d)];
   if (!item) return;
-  const agreed = d.action === d.best_action;
-  item.classList.add("reviewed", agreed ? "agreed" : "lost");
+  item.classList.add("reviewed", d.action === d.best_action ? "agreed" : "lost");
   if (costly) item.classList.add("costly");
-  const note = el("span", "rv", agreed ? "\u2713 best" : `\u2212${d.loss.toFixed(2)} · best: ${d.best_label}`);
-  note.dataset.step = d.step;
-  note.title = `value ${d.value.toFixed(2)}, best ${d.best_value.toFixed(2)}`;
+  const note = el("span", "rv", decisionNote(d));
+  note.title = `win ${percent(d.value)} (best ${percent(d.best_value)}), `
+    + `penalty ${d.penalty.toFixed(1)} (best ${d.best_penalty.toFixed(1)})`;
   item.append(note);
 }
 
@@ -183,11 +199,11 @@ function drawCostliest(rv) {
   const byStep = Object.fromEntries(rv.decisions.map((d) => [d.step, d]));
   for (const step of rv.costliest) {
     const d = byStep[step];
-    const jump = el("button", "jump", `move ${frameOfStep(step)} \u2212${d ? d.loss.toFixed(2) : "?"}`);
+    const jump = el("button", "jump", `move ${frameOfDecision(d)} \u2212${percent(d.loss)}`);
     jump.type = "button";
-    jump.dataset.step = step;
-    jump.title = d ? `${d.label}; the search: ${d.best_label}` : "";
-    jump.onclick = () => showFrame(frameOfStep(step));
+    jump.dataset.frame = frameOfDecision(d);
+    jump.title = `${spoken(d.label)}; the search: ${spoken(d.best_label)}`;
+    jump.onclick = () => showFrame(frameOfDecision(d));
     box.append(jump);
   }
 }
@@ -197,6 +213,7 @@ function drawCostliest(rv) {
 function nextCostliest() {
   const rv = state.review;
   if (!rv || !rv.costliest.length) return;
-  const frames = rv.costliest.map(frameOfStep).sort((a, b) => a - b);
+  const byStep = Object.fromEntries(rv.decisions.map((d) => [d.step, d]));
+  const frames = rv.costliest.map((step) => frameOfDecision(byStep[step])).sort((a, b) => a - b);
   showFrame(frames.find((k) => k > state.frame) ?? frames[0]);
 }

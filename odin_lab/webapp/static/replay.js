@@ -1,10 +1,7 @@
 "use strict";
 // The replay viewer: a recorded game as frames (frame 0 the deal, frame k the state after
 // decision k), stepped through from every hand open or from one seat's view, with a log of every
-// move beside it. Move k of the log is frame k; the review's `step` s (an index into the moves,
-// from 0) is move s + 1.
-
-const frameOfStep = (step) => step + 1;
+// move beside it: move k of the log is frame k.
 
 async function listRecords(select) {
   $("rec-error").textContent = "";
