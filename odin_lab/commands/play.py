@@ -5,6 +5,7 @@
     python play.py --opponents random --threshold 5 --seat 1 --seed 7 --out results/mine.json
 
 Type a move as card names (``R3 Y3``), a number from the menu, ``pass`` or ``take Y5``;
+``hint`` shows the search's view of each move (your win chance and expected penalty),
 ``help`` explains, ``quit`` stops. The game is saved as a records file (default
 ``results/play/seed-SEED.json``) that ``python evaluate.py replay FILE`` tells; a game stopped
 early (``quit``, Ctrl-C, end of input) is saved too, marked unfinished. Game flags are the
@@ -92,11 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             code, stop = 130, "interrupted"
         try:
-            finished = save(out, config, seed, session.specs, session.actions)
+            finished = save(out, config, seed, session.specs, session.actions, session.table.hints)
         except NotWrittenError as e:
             cli.fail(PROG, e)
             return code or 2
-        state = "" if finished else f"{stop}: the unfinished game ({len(session.actions)} moves) "
+        # The person's own moves: the agents' are not theirs to count.
+        moves = f"{session.moves} move{'s' * (session.moves != 1)} of yours"
+        state = "" if finished else f"{stop}: the unfinished game ({moves}) "
         print(f"\n{state or 'game '}saved to {out}; replay: python evaluate.py replay {out}")
     return code
 

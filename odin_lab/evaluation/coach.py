@@ -94,22 +94,17 @@ def hint(
     those of the position the observation shows, which are the game's); ``rollouts``: a rollout
     budget instead of time (the same observation and seed then give the same hint anywhere;
     ``budget_ms`` is then 0). ``ValueError`` for a bad budget or an observation of another
-    table."""
-    start = time.perf_counter()
+    table. The first hint of a process waits for :func:`warm_up` first (once; outside the
+    budget)."""
+    budget = check_budget(ms) if rollouts is None else 0
     _check_config(observation, config)
+    warm_up()
+    start = time.perf_counter()
     if rollouts is None:
-        budget = check_budget(ms)
-        # The time spent before the search counts too: what is left of the budget is its own.
-        spent = (time.perf_counter() - start) * 1000.0
-        scores = score_candidates(
-            observation,
-            mask,
-            ms=max(1.0, budget - spent - max(_MARGIN_MS, 0.05 * budget)),
-            seed=seed,
-            within=True,
-        )
+        # The search ends before its own budget; what is kept back builds the answer.
+        search_ms = budget - max(_MARGIN_MS, 0.05 * budget)
+        scores = score_candidates(observation, mask, ms=search_ms, seed=seed, within=True)
     else:
-        budget = 0
         scores = score_candidates(observation, mask, rollouts=rollouts, seed=seed)
     answer = hint_json(scores)
     answer["elapsed_ms"] = round((time.perf_counter() - start) * 1000.0, 1)
@@ -159,11 +154,10 @@ def warm_up() -> None:
         done[0] = True
 
 
-def warm_up_in_background() -> threading.Thread:
-    """:func:`warm_up` on a daemon thread (started; returned)."""
-    thread = threading.Thread(target=warm_up, name="coach-warm-up", daemon=True)
-    thread.start()
-    return thread
+def warm_up_in_background() -> None:
+    """:func:`warm_up` on a daemon thread, unless it was done already in this process."""
+    if not _COMMON[1][0]:
+        threading.Thread(target=warm_up, name="coach-warm-up", daemon=True).start()
 
 
 __all__ = [

@@ -8,13 +8,21 @@ reads the game: a refused move changes nothing.
 
 from __future__ import annotations
 
-from odin_env.cards import COLOUR_LETTERS, COLOUR_NAMES, MAX_HAND, bits_of, card_name, parse_card
+from odin_env.cards import (
+    COLOUR_LETTERS,
+    COLOUR_NAMES,
+    MAX_HAND,
+    bits_of,
+    card_name,
+    cards_of,
+    parse_card,
+)
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE, combo_index_of_bits, is_combo
 from odin_env.rules import LEAD, PASS, TAKE, TAKING, Game
-from odin_lab.evaluation.narrate import high_first
 
 HOW = (
-    "type a menu number, cards like R3 Y3 (colour letter, then value), pass, take Y5, help or quit"
+    "type a menu number, cards like R3 Y3 (colour letter, then value), pass, take Y5, hint, help "
+    "or quit"
 )
 """The one line that says what may be typed."""
 
@@ -31,12 +39,13 @@ def menu(game: Game) -> list[int]:
 
 
 def cards_text(bits: int) -> str:
-    """Card names high value first (the order a combo's number is read in): ``B7 B5``."""
-    return " ".join(card_name(c) for c in high_first(bits))
+    """Card names by colour, then value, as the web app and ``render()`` write them: ``B5 B7``
+    (the combo's number, 75, is still read high value first: R5)."""
+    return " ".join(card_name(c) for c in cards_of(bits))
 
 
 def move_name(action: int) -> str:
-    """What to type for ``action``: ``pass``, ``take Y5``, ``B7 B5``."""
+    """What to type for ``action``: ``pass``, ``take Y5``, ``B5 B7``."""
     if action == PASS:
         return "pass"
     if action >= TAKE:

@@ -31,12 +31,6 @@ COLOUR_CODES = ("31", "33", "32", "34", "35", "38;5;208")
 BOLD, RESET = "\x1b[1m", "\x1b[0m"
 
 
-def high_first(bits: int) -> list[int]:
-    """The cards of a card set high value first (ties by colour): the order in which a combo's
-    number is read (R5), ``B7 B5`` for 75."""
-    return sorted(cards_of(bits), key=lambda c: (-(c % NUM_VALUES), c))
-
-
 def use_colour(stream: TextIO, no_colour: bool = False) -> bool:
     """Colour is used when ``stream`` is a terminal, ``NO_COLOR`` is unset or empty
     (https://no-color.org) and the user did not ask for none."""
@@ -63,9 +57,9 @@ class Style:
         return " ".join(self.card(c) for c in cards_of(bits)) or "-"
 
     def combo(self, index: int) -> str:
-        """A combo high value first, with its number (R5) when it has several cards:
-        ``B7 B5 (75)``, ``R3``."""
-        cards = high_first(COMBO_BITS[index])
+        """A combo's cards by colour, then value (as the web app's log and ``render()`` write
+        them), with its number (R5) when it has several cards: ``B5 B7 (75)``, ``R3``."""
+        cards = cards_of(COMBO_BITS[index])
         text = " ".join(self.card(c) for c in cards)
         return f"{text} ({int(COMBO_NUMBER[index])})" if len(cards) > 1 else text
 

@@ -138,16 +138,20 @@ def write_person_game(
     source: str,
     *,
     seed_chosen: bool = False,
+    hints: Sequence[int] = (),
 ) -> None:
     """Write the game of a person against agents (``source``: ``"play"``, ``"web"``) as a
     records file of one game, marked ``"unfinished": true`` when it has no winners yet and
     ``"seed_chosen": true`` when the person chose the deal's seed (they could know every hand:
-    a practice game, not a fair one)."""
+    a practice game, not a fair one). ``hints``: the steps (indices in ``record.actions``) at
+    which the person asked the coach for a hint, kept as ``"hints"`` (sorted, each once)."""
     extra: dict[str, Any] = {"source": source}
     if not record.winners:
         extra["unfinished"] = True
     if seed_chosen:
         extra["seed_chosen"] = True
+    if hints:
+        extra["hints"] = sorted(set(hints))
     write_records(path, config, specs, [record], extra=extra)
 
 
