@@ -454,8 +454,10 @@ def test_a_whole_game_by_the_keyboard_and_a_lead_explained(server):
         browser = launch(playwright)
         page = open_page(browser, DESKTOP, errors)
         page.goto(url)
-        assert "Enter" in page.inner_text("#keys-help")  # the keys are told on the page
         new_game(page, 2, ["random"], 5, 3)
+        settle(page)
+        assert page.is_visible("#keys-help") and "Enter" in page.inner_text("#keys-help")
+        assert page.is_visible("#me .card u.key")  # each card shows its number key
         moves = 0
         while True:
             view = settle(page)

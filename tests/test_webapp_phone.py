@@ -132,7 +132,6 @@ def test_a_whole_game_by_tapping_on_a_phone_then_its_replay_and_the_rules(server
         page = open_page(browser, PHONE, errors, phone=True)
         page.goto(url)
         assert_fits(page, "the new-game form")
-        assert not page.is_visible("#keys-help")  # no keyboard to tell of on a phone
 
         # The rules open from the header, in a page of their own that fits the phone too.
         with page.context.expect_page() as opened:
@@ -145,6 +144,10 @@ def test_a_whole_game_by_tapping_on_a_phone_then_its_replay_and_the_rules(server
         rules.close()
 
         new_game(page, 2, ["random"], 5, 7)
+        settle(page)
+        assert page.is_visible("#me .card") and page.is_visible("#hint-button")
+        # No keyboard to tell of on a phone: neither the keys' line nor the cards' key numbers.
+        assert not page.is_visible("#keys-help") and not page.is_visible("#me .card u.key")
         rows = []
 
         def every_turn(page, view):

@@ -203,7 +203,11 @@ function drawCostliest(rv) {
     jump.type = "button";
     jump.dataset.frame = frameOfDecision(d);
     jump.title = `${spoken(d.label)}; the search: ${spoken(d.best_label)}`;
-    jump.onclick = () => showFrame(frameOfDecision(d));
+    jump.onclick = () => {
+      showFrame(frameOfDecision(d));
+      // On a phone the table is far above the review: bring its caption into sight.
+      $("rp-caption").scrollIntoView({ block: "nearest" });
+    };
     box.append(jump);
   }
 }
