@@ -140,9 +140,9 @@ def _game(kind: str) -> Game:
         ("lead", "R3 G5", "R3 G5 is not a combo"),
         ("lead", "R3 Y3", "led with one card, or with your whole hand"),
         ("lead", "7", "no move 7 in the menu: choose 1-4"),
-        ("follow_high", "R3 Y3", "R3 Y3 (33) does not beat B8 B7 (87): play 2 cards with a "
+        ("follow_high", "R3 Y3", "R3 Y3 (33) does not beat B7 B8 (87): play 2 cards with a "
          "number above 87, or 3 cards, or pass"),
-        ("follow_high", "G5", "G5 does not beat B8 B7 (87)"),
+        ("follow_high", "G5", "G5 does not beat B7 B8 (87)"),
         ("follow", "take G5", "nothing to take"),
         ("take", "pass", "first take one card of G1 B1"),
         ("take", "take G5", "you can take only one of G1 B1"),

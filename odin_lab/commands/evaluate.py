@@ -8,6 +8,7 @@
     python evaluate.py leaderboard --agents search ppo planner shaper greedy random --players 4
     python evaluate.py showcase --out results/showcase      # what `make run` runs
     python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
+    python evaluate.py review results/play/seed-7.json --seat 0   # each move against the search
     python evaluate.py watch --agents ppo planner greedy random --seed 0 [--out FILE]
     python evaluate.py exploit --target planner --minutes 10 [--algo ppo] [--players 4]
 
@@ -35,15 +36,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from agents.registry import spec_help
 from odin_env.rules import FIRST_PLAYER_RULES, Config
 from odin_lab import cli
+from odin_lab.commands.common import (
+    SPECS,
+    check_agent,
+    check_counts,
+    cli_path,
+    config_of,
+)
 
 PROG = cli.program("evaluate.py")
-SPECS = f"Agent specs: {spec_help()}."
-"""What an agent spec may be (the help's last paragraph)."""
-SHARED = ("threshold", "colours", "episode", "reward")
-"""The game settings (``Config`` fields) every study takes as flags, as declared there."""
 
 
 def _game_flags(
@@ -78,13 +81,6 @@ def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
         "needs the ray extra",
     )  # fmt: skip
     p.set_defaults(default_workers=workers)
-
-
-def cli_path(text: str) -> Path:
-    """A path flag's value: an empty one is refused (``Path("")`` would be the current folder)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"must name a path; got {text!r}")
-    return Path(text)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -156,7 +152,9 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--seed", type=int, default=0)
     _parallel_flags(w, workers=2)
     w.add_argument("--no-progress", action="store_true")
-    _show_parsers(sub)
+    from odin_lab.commands.show import show_parsers
+
+    show_parsers(sub)
     _exploit_parser(sub)
     return root
 
@@ -231,117 +229,6 @@ def _algorithms() -> list[str]:
     return list(ALGORITHMS)
 
 
-def _show_parsers(sub: argparse._SubParsersAction) -> None:
-    """``replay`` and ``watch``: one game told move by move (``odin_lab.evaluation.narrate``)."""
-    r = sub.add_parser("replay", help="tell a recorded game move by move")
-    r.add_argument(
-        "results", type=Path,
-        help="a records file (tournament.json, a play.py or watch record; docs/records.md) "
-        "or a tournament's folder",
-    )  # fmt: skip
-    r.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
-    v = sub.add_parser("watch", epilog=SPECS, help="play one new game between agents and tell it")
-    v.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
-    v.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
-    cli.add_fields(v, Config, skip={"players", "seed"})
-    v.add_argument("--seed", type=int, default=0, help="seed of the deal (>= 0)")
-    v.add_argument("--out", type=cli_path, help="also save the game as a records file")
-    for p in (r, v):
-        p.add_argument("--seat", type=int, help="tell it as this seat sees it (default: all open)")
-        p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
-
-
-def show(args: argparse.Namespace, prog: str) -> int:
-    """``replay`` and ``watch``: print the game; exit code 0, or 2 with one line."""
-    from odin_lab.evaluation.narrate import Style, tell_record, use_colour
-    from odin_lab.evaluation.records import load_records, records_document, records_text
-    from odin_lab.evaluation.results import NotWrittenError, check_writable, write_file
-
-    try:
-        if args.command == "replay":
-            records, source = load_records(args.results), str(args.results)
-        else:
-            config = _check_counts(args, args.agents)
-            if args.seed < 0:
-                raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
-            if args.out is not None:
-                check_writable(args.out, folder=False)
-            for spec in dict.fromkeys(args.agents):
-                check_agent(spec)
-            records, source = _watch(args.agents, config, args.seed), ""
-        players = records.config.players
-        if args.seat is not None and not 0 <= args.seat < players:
-            raise ValueError(f"--seat must be 0-{players - 1} ({players} players); got {args.seat}")
-        style = Style(use_colour(sys.stdout, args.no_colour))
-        lines = list(tell_record(records, args.game, args.seat, style, source))
-    except ValueError as e:
-        return cli.fail(prog, e)
-    except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted; nothing written", file=sys.stderr)
-        return 130
-    if args.command == "watch" and args.out is not None:
-        document = records_document(
-            records.config, records.specs, records.games, extra={"source": "watch"}
-        )
-        try:
-            write_file(args.out, records_text(document).encode())
-        except NotWrittenError as e:
-            return cli.fail(prog, e)
-    try:
-        print("\n".join(lines))
-        if args.command == "watch" and args.out is not None:
-            print(f"saved to {args.out} (python evaluate.py replay {args.out})")
-    except BrokenPipeError:  # e.g. piped into head: the reader has seen enough
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
-
-
-def _watch(specs: list[str], config: Config, seed: int):
-    """One new game between ``specs`` (deal 0, rotation 0 of a tournament seeded ``seed``)."""
-    from agents import make
-    from odin_lab.evaluation.records import RecordsFile
-    from odin_lab.evaluation.tournament import play_deals
-
-    record = play_deals([make(s) for s in specs], config, 1, seed, rotate=False, engine="single")
-    return RecordsFile(config, tuple(specs), tuple(record))
-
-
-def check_agent(spec: str) -> None:
-    """Build the agent once, so a bad spec fails here with a clear message."""
-    from agents import make
-
-    name, _, path = spec.partition(":")
-    if name == "ppo" and path and not Path(path).exists():
-        raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
-    try:
-        make(spec)
-    except ImportError as e:
-        raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
-    except OSError as e:
-        raise ValueError(f"agent {spec!r}: {e}") from None
-
-
-def config_of(args: argparse.Namespace, players: int, first_player: str | None = None) -> Config:
-    """The game of the command line at ``players`` seats (and ``first_player``, when given)."""
-    settings = cli.given(args, SHARED)
-    rule = first_player or getattr(args, "first_player", None)
-    if isinstance(rule, str):
-        settings["first_player"] = rule
-    return Config(players=players, **settings)
-
-
-def _check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
-    players = args.players if args.players is not None else len(specs)
-    config = config_of(args, players)
-    if len(specs) != players:
-        few = "fewer" if len(specs) < players else "more"
-        raise ValueError(
-            f"{len(specs)} agents for {players} players ({few} agents than players): "
-            "give one agent spec per seat"
-        )
-    return config
-
-
 def _check_common(args: argparse.Namespace) -> None:
     from odin_lab.evaluation.limits import MAX_GAMES, MAX_WORKERS
 
@@ -364,7 +251,7 @@ def validate(args: argparse.Namespace) -> Config | None:
     """Check everything before any game is played; ``ValueError`` names the problem."""
     _check_common(args)
     if args.command in ("tournament", "thresholds"):
-        config = _check_counts(args, args.agents)
+        config = check_counts(args, args.agents)
         for spec in dict.fromkeys(args.agents):
             check_agent(spec)
         if getattr(args, "engine", "auto") == "batched":
@@ -407,9 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (0 done, 2 bad input, 130 interrupted)."""
     args = parser().parse_args(argv)
     prog = f"{PROG} {args.command}"
-    if args.command in ("replay", "watch"):
+    if args.command in ("replay", "watch", "review"):
+        from odin_lab.commands.show import review, show
+
         args.game = getattr(args, "game", 0)
-        return show(args, prog)
+        return review(args, prog) if args.command == "review" else show(args, prog)
     if args.command == "exploit":
         return exploit(args, prog)
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from odin_env.rules import Config
 from odin_lab import cli
-from odin_lab.commands.evaluate import cli_path
+from odin_lab.commands.common import cli_path
 
 PROG = cli.program("play.py")
 GAME_FLAGS = [f.name for f in fields(Config) if f.name != "seed"]

@@ -1,0 +1,63 @@
+"""What the lab's command lines share: path flags, agent checks, the game of a command line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agents.registry import spec_help
+from odin_env.rules import Config
+from odin_lab import cli
+
+SPECS = f"Agent specs: {spec_help()}."
+"""What an agent spec may be (the help's last paragraph)."""
+SHARED = ("threshold", "colours", "episode", "reward")
+"""The game settings (``Config`` fields) every study takes as flags, as declared there."""
+
+
+def cli_path(text: str) -> Path:
+    """A path flag's value: an empty one is refused (``Path("")`` would be the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must name a path; got {text!r}")
+    return Path(text)
+
+
+def check_agent(spec: str) -> None:
+    """Build the agent once, so a bad spec fails here with a clear message."""
+    from agents import make
+
+    name, _, path = spec.partition(":")
+    if name == "ppo" and path and not Path(path).exists():
+        raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
+    try:
+        make(spec)
+    except ImportError as e:
+        raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
+    except OSError as e:
+        raise ValueError(f"agent {spec!r}: {e}") from None
+
+
+def config_of(args: argparse.Namespace, players: int, first_player: str | None = None) -> Config:
+    """The game of the command line at ``players`` seats (and ``first_player``, when given)."""
+    settings = cli.given(args, SHARED)
+    rule = first_player or getattr(args, "first_player", None)
+    if isinstance(rule, str):
+        settings["first_player"] = rule
+    return Config(players=players, **settings)
+
+
+def check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
+    """The game of the command line for one agent spec per seat; ``ValueError`` when the counts
+    differ."""
+    players = args.players if args.players is not None else len(specs)
+    config = config_of(args, players)
+    if len(specs) != players:
+        few = "fewer" if len(specs) < players else "more"
+        raise ValueError(
+            f"{len(specs)} agents for {players} players ({few} agents than players): "
+            "give one agent spec per seat"
+        )
+    return config
+
+
+__all__ = ["SHARED", "SPECS", "check_agent", "check_counts", "cli_path", "config_of"]
