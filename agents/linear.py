@@ -13,10 +13,10 @@ may take from, the discard pile, the cards each seat is publicly known to hold, 
 penalty totals. Nothing hidden at a real table.
 
 A model file is a lab model file (docs/model-format.md) whose ``model`` JSON says
-``"algo": "linear"`` and lists its ``features`` by name (any subset of :data:`FEATURES`, in any
-order), with the tensor ``policy/weights`` holding one finite weight per named feature; features
-it does not name weigh 0. ``train.py --algo cem`` fits such files (:mod:`odin_lab.training.cem`).
-Numpy only at play time.
+``"algo": "linear"`` and lists its ``architecture.features`` by name (any subset of
+:data:`FEATURES`, in any order), with the tensor ``policy/weights`` holding one finite weight per
+named feature; features it does not name weigh 0. ``train.py --algo cem`` fits such files
+(:mod:`odin_lab.training.cem`). Numpy only at play time.
 """
 
 from __future__ import annotations
@@ -252,6 +252,17 @@ def features(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return rows, actions, out
 
 
+def scores(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``x @ weights`` for the pairs' features ``x`` ``(P, F)`` and ``weights`` ``(F,)`` (or one
+    row per pair, ``(P, F)``), summed feature by feature in a fixed order: a pair's score is the
+    same bits whatever else is in the batch (a matrix product's rounding depends on the batch,
+    which made a batched choice differ from the single one on near-ties)."""
+    total = np.zeros(len(x))
+    for f in range(x.shape[1]):
+        total += x[:, f] * weights[..., f]
+    return total
+
+
 def argmax_by_row(rows: np.ndarray, actions: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Each row's action of highest score (ties: the lowest action index), for pairs listed
     rows ascending and each row's actions ascending (as :func:`features` lists them)."""
@@ -289,7 +300,7 @@ def linear_info(names: list[str], players: int | None, provenance: dict | None =
     """The ``model`` JSON of a linear model file (docs/model-format.md)."""
     return {
         "algo": ALGO,
-        "features": list(names),
+        "architecture": {"features": list(names)},
         "observation_size": OBS_SIZE,
         "num_actions": NUM_ACTIONS,
         "players": players,
@@ -301,7 +312,7 @@ def write_linear(path: str | Path, names: list[str], weights: Any, info: dict) -
     """Write a linear model file (``info``: :func:`linear_info`) atomically; return ``path``."""
     check_weights(list(names), np.asarray(weights, dtype=np.float32))
     state = {_TENSOR: np.asarray(weights, dtype=np.float32)}
-    return write_model(path, state, {**info, "features": list(names)})
+    return write_model(path, state, {**info, "architecture": {"features": list(names)}})
 
 
 def read_linear(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -326,8 +337,9 @@ def read_linear(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]
             f"incompatible linear model {path}: it holds tensors {sorted(state)}, a linear model "
             f"holds policy/{_TENSOR} alone"
         )
+    arch = info.get("architecture")
     try:
-        check_weights(info.get("features"), state[_TENSOR])
+        check_weights(arch.get("features") if isinstance(arch, dict) else None, state[_TENSOR])
     except ValueError as error:
         raise ValueError(f"incompatible linear model {path}: {error}") from None
     return info, state
@@ -347,7 +359,7 @@ class LinearAgent:
     def load(cls, path: str | Path, name: str = ALGO) -> LinearAgent:
         """The player of a linear model file or checkpoint (:func:`read_linear`)."""
         info, state = read_linear(path)
-        agent = cls(info["features"], state[_TENSOR], name)
+        agent = cls(info["architecture"]["features"], state[_TENSOR], name)
         agent.path = Path(path)
         return agent
 
@@ -357,7 +369,7 @@ class LinearAgent:
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """One legal action per row: the highest score (ties: the lowest index)."""
         rows, actions, x = features(observations, action_masks)
-        return argmax_by_row(rows, actions, x @ self.full)
+        return argmax_by_row(rows, actions, scores(x, self.full))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         """The action for one observation and its mask."""
@@ -367,10 +379,11 @@ class LinearAgent:
 def describe(path: str | Path) -> str:
     """The weights of a linear model file, one ``name weight`` line each (a reader's aid)."""
     info, state = read_linear(path)
-    return "\n".join(f"{n} {w:+.3f}" for n, w in zip(info["features"], state[_TENSOR]))
+    names = info["architecture"]["features"]
+    return "\n".join(f"{n} {w:+.3f}" for n, w in zip(names, state[_TENSOR]))
 
 
 __all__ = [
     "ALGO", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent", "argmax_by_row", "check_weights",
-    "describe", "features", "linear_info", "read_linear", "row_features", "write_linear",
+    "describe", "features", "linear_info", "read_linear", "row_features", "scores", "write_linear",
 ]  # fmt: skip

@@ -38,6 +38,7 @@ from agents.linear import (
     features,
     linear_info,
     read_linear,
+    scores,
     write_linear,
 )
 from odin_env.batched import BatchedGames
@@ -131,7 +132,7 @@ class CEMLearner:
                 info, state = read_linear(config.init)
             except (FileNotFoundError, ValueError) as error:
                 raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
-            weights = dict(zip(info["features"], state["weights"].tolist()))
+            weights = dict(zip(info["architecture"]["features"], state["weights"].tolist()))
             extra = sorted(set(weights) - set(self.names))
             if extra:
                 raise TrainingError(
@@ -222,8 +223,8 @@ class CEMLearner:
             learner_rows = np.flatnonzero(live & (engine.seat == mine))
             if learner_rows.size:
                 rows, actions, x = features(engine.obs[learner_rows], engine.mask[learner_rows])
-                scores = np.einsum("pf,pf->p", x, weights[candidate_of[learner_rows][rows]])
-                acts[learner_rows] = argmax_by_row(rows, actions, scores)
+                score = scores(x, weights[candidate_of[learner_rows][rows]])
+                acts[learner_rows] = argmax_by_row(rows, actions, score)
                 decisions += learner_rows.size
             groups: dict[int, tuple[Any, list[int]]] = {}
             for row in np.flatnonzero(live & (engine.seat != mine)).tolist():
