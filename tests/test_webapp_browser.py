@@ -290,6 +290,22 @@ def check_hint(page, key: bool = False, tap: bool = False) -> dict:
 MINUS = "\u2212"
 
 
+def check_longer_hint(page) -> None:
+    """Think longer asks again with a budget of 3 s, and the page shows that answer."""
+    settle(page)
+    page.click("#hint-button")
+    page.wait_for_selector("#hint-longer")
+    with page.expect_response(lambda r: r.url.endswith("/hint")) as answer:
+        page.click("#hint-longer")
+    assert answer.value.request.post_data_json == {"ms": 3000}
+    data = answer.value.json()
+    assert answer.value.status == 200 and data["budget_ms"] == 3000, data
+    page.wait_for_function("() => window.odin.hint.data.budget_ms === 3000")
+    assert page.locator("#hint-longer").count() == 0  # the longest it offers
+    shown = page.eval_on_selector_all(".candidate", "rows => rows.map(r => +r.dataset.action)")
+    assert shown == [c["action"] for c in data["candidates"]]
+
+
 def spoken(label: str) -> str:
     """A review's label with its verb, as the page writes it."""
     return label if label == "pass" or label.startswith("take ") else f"play {label}"
@@ -531,6 +547,7 @@ def test_a_hint_and_the_review_of_the_game_on_a_desktop(server):
         page.goto(url)
         new_game(page, 2, ["greedy"], 3, 21)
         check_hint(page)
+        check_longer_hint(page)
         check_hint(page, key=True)  # the key H asks as well
         finish_game(page)
         check_review(page, 0, lambda: page.click("#over-review"))

@@ -427,7 +427,7 @@ function wire() {
   $("submit").onclick = () => send(selectedAction());
   $("pass").onclick = pass;
   $("clear").onclick = clearSelection;
-  $("hint-button").onclick = askHint; // coach.js
+  $("hint-button").onclick = () => askHint(); // coach.js
   $("sort").onchange = () => { draw(); if (state.replay) showFrame(state.frame); };
   $("again").onclick = () => { $("over").hidden = true; screen("setup"); };
   $("watch").onclick = () => watchRecord(false); // replay.js

@@ -6,6 +6,7 @@
 // and the loss between them; it is shown beside each move of the replay's log.
 
 const percent = (x) => `${Math.round(x * 100)}%`;
+const LONGER_MS = 3000; // "Think longer": the server's default budget is 1 s, its most 5 s
 const points = (x) => x.toFixed(1);
 
 // -- hints ---------------------------------------------------------------------------------
@@ -20,14 +21,16 @@ function drawHintButton() {
   button.textContent = state.hintPending ? "Thinking…" : "Hint";
 }
 
-async function askHint() {
+// Asks the server for a hint on the turn at hand, within `ms` milliseconds (its default when
+// not given).
+async function askHint(ms) {
   if (!myTurn() || state.hintPending) return;
   const turn = state.view.turn;
   state.hintPending = true;
   drawHintButton();
   $("play-error").textContent = "";
   try {
-    const data = await api("POST", `/api/games/${state.game}/hint`, {});
+    const data = await api("POST", `/api/games/${state.game}/hint`, ms ? { ms } : {});
     state.hint = { turn, data };
   } catch (error) {
     $("play-error").textContent = error.message;
@@ -57,6 +60,14 @@ function drawHint() {
   const head = el("div", "coach-head", "The search's view of your moves");
   const layouts = data.worlds ? ` · ${data.worlds} layouts of the unseen cards` : "";
   head.append(el("small", "", `${layouts} · ${Math.round(data.elapsed_ms)} ms`));
+  if (data.budget_ms < LONGER_MS) {
+    const longer = el("button", "longer", "Think longer");
+    longer.type = "button";
+    longer.id = "hint-longer";
+    longer.title = `ask again with ${LONGER_MS / 1000} s: more layouts, surer numbers`;
+    longer.onclick = () => askHint(LONGER_MS);
+    head.append(longer);
+  }
   const list = el("ol", "candidates");
   for (const c of data.candidates) list.append(candidateRow(c)); // the server's order: best first
   box.replaceChildren(head, list);
