@@ -5,8 +5,8 @@
 // decision of one seat of a recorded game: the value of the move made and of the search's best,
 // and the loss between them; it is shown beside each move of the replay's log.
 
-const percent = (x) => `${Math.round(x * 100)}%`;
 const LONGER_MS = 3000; // "Think longer": the server's default budget is 1 s, its most 5 s
+const percent = (x) => `${Math.round(x * 100)}%`;
 const points = (x) => x.toFixed(1);
 
 // -- hints ---------------------------------------------------------------------------------
@@ -70,7 +70,9 @@ function drawHint() {
   }
   const list = el("ol", "candidates");
   for (const c of data.candidates) list.append(candidateRow(c)); // the server's order: best first
-  box.replaceChildren(head, list);
+  const legend = el("small", "legend", "win: the chance to win the game after the move · "
+    + "penalty: the points expected at the end of this hand");
+  box.replaceChildren(head, list, legend);
   box.hidden = false;
   for (const c of data.candidates) markCards(c);
 }
