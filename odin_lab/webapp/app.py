@@ -8,10 +8,21 @@
 ``GET  /api/games/{id}``                   the game's view now and its whole text log
 ``POST /api/games/{id}/move``              ``{"action", "turn"}``: the person's move, then the
                                            agents' moves up to the person's next choice
+``POST /api/games/{id}/hint``              optional ``{"ms", "turn"}``: the coach's evaluation of
+                                           each legal move of the person's decision (a hint)
 ``GET  /api/records``                      the records files under the saved and records folders
 ``GET  /api/replay?file=K&game=G&seat=S``  game G of file K as frames, seen from seat S or
                                            ``all`` (every hand open)
+``POST /api/review``                       ``{"file", "game", "seat"}``: every decision of the
+                                           seat in that game scored by the search
 =========================================  ====================================================
+
+A hint (:func:`odin_lab.evaluation.coach.hint`, plus ``turn``) is built from the person's
+observation only, within ``ms`` milliseconds (100-5000, default 1000), and the step is kept in
+the game's record as a hint asked; at most :data:`HINTS_AT_ONCE` are built at a time (503
+beyond). A review (:mod:`odin_lab.webapp.reviews`) names a file as a replay does (its key in
+``GET /api/records``; nothing outside the folders) and answers
+:func:`odin_lab.evaluation.review.review_record`'s JSON with ``file``.
 
 A play response is ``{"game_id", "seat", "events", "view", "over", "record", "save_error"}``:
 ``events`` are the decisions since the person's last move, in order, each with the person's view
@@ -23,11 +34,13 @@ carries another seat's hidden cards.
 
 Every refusal is a 4xx response ``{"error": "one line"}`` and changes nothing: 400 for a body
 that is not JSON or has a wrong field or type, or a ``Host`` not allowed; 403 for a request from
-another site (below); 404 for an unknown game id, file or path; 409 for a move out of turn or
-after the end; 413 for a body over :data:`MAX_BODY` bytes; 415 for a state-changing request
-whose body is not declared ``application/json``; 422 for an illegal move, a record that does
-not replay or a replay over the limits of :mod:`odin_lab.webapp.replays`. (503: other replays
-are being built, try again; 500, a fault of the server, is the same one-line JSON.)
+another site (below); 404 for an unknown game id, file or path; 409 for a move or a hint out of
+turn or after the end; 413 for a body over :data:`MAX_BODY` bytes; 415 for a state-changing
+request whose body is not declared ``application/json``; 422 for an illegal move, a record that
+does not replay or a replay or review over the limits of :mod:`odin_lab.webapp.replays` and
+:mod:`odin_lab.webapp.reviews`. (503: other replays, hints or reviews are being built, try
+again; 500, a fault of the server, is the same one-line JSON.) A hint changes nothing but the
+record's list of hints asked.
 
 Requests from other sites. Only the app's own page may change anything: a request other than
 ``GET``/``HEAD``, or any request under ``/api/``, is refused (403) when it carries an ``Origin``
@@ -42,6 +55,7 @@ page of another site and is served.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -57,11 +71,13 @@ from agents.registry import agent_names
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_lab.webapp.errors import RequestError
 from odin_lab.webapp.replays import Catalogue, replay_query
+from odin_lab.webapp.reviews import Reviews, parse_review
 from odin_lab.webapp.sessions import (
     HUMAN,
     MAX_THRESHOLD,
     PlaySession,
     SessionStore,
+    parse_hint,
     parse_move,
     parse_new_game,
 )
@@ -70,6 +86,8 @@ MAX_BODY = 16_384
 """The largest request body accepted, in bytes (a move is about 30)."""
 MAX_DEPTH = 8
 """The deepest nesting of lists and objects accepted in a request body (a new game has 2)."""
+HINTS_AT_ONCE = 2
+"""Hints built at the same time (each keeps a core busy for its budget); more get 503."""
 STATIC = Path(str(resources.files("odin_lab.webapp") / "static"))
 _HEADERS = {
     # The page loads only its own files; nothing is framed or sniffed.
@@ -109,7 +127,9 @@ def create_app(
     if records_dir is not None:
         roots["records"] = Path(records_dir)
     catalogue = Catalogue(roots)
-    app.state.store, app.state.catalogue = store, catalogue
+    reviews = Reviews(catalogue)
+    hinting = threading.BoundedSemaphore(HINTS_AT_ONCE)
+    app.state.store, app.state.catalogue, app.state.reviews = store, catalogue, reviews
 
     hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
 
@@ -196,6 +216,28 @@ def create_app(
 
         return await run_in_threadpool(play)
 
+    @app.post("/api/games/{game_id}/hint")
+    async def hint(game_id: str, request: Request) -> dict:
+        ms, turn = parse_hint(await _body(request, optional=True))
+        session = store.get(game_id)
+
+        def think() -> dict:
+            if not hinting.acquire(blocking=False):
+                raise RequestError(503, "other hints are being built: try again in a moment")
+            try:
+                with session.lock:  # the game cannot move while the hint reads it
+                    return session.hint(ms, turn)
+            finally:
+                hinting.release()
+
+        return await run_in_threadpool(think)
+
+    @app.post("/api/review")
+    async def review(request: Request) -> Response:
+        key, game, seat = parse_review(await _body(request))
+        answer = await run_in_threadpool(reviews.review, key, game, seat)
+        return Response(answer, media_type="application/json")
+
     @app.get("/api/records")
     def records() -> dict:
         return {"files": catalogue.files()}
@@ -251,8 +293,9 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-async def _body(request: Request) -> object:
-    """The request's JSON body; ``RequestError`` 413 when too large, 400 when not JSON."""
+async def _body(request: Request, optional: bool = False) -> object:
+    """The request's JSON body; ``RequestError`` 413 when too large, 400 when not JSON.
+    ``optional``: an empty body is ``{}``."""
     declared = request.headers.get("content-length", "0")
     if not (declared.isascii() and declared.isdigit() and len(declared) <= 12):
         raise RequestError(400, f"Content-Length must be a byte count; got {declared[:20]!r}")
@@ -263,6 +306,8 @@ async def _body(request: Request) -> object:
         raw += chunk
         if len(raw) > MAX_BODY:
             raise RequestError(413, f"the request body is over {MAX_BODY} bytes")
+    if optional and not raw.strip():
+        return {}
     deep = RequestError(400, f"malformed JSON body: nested deeper than {MAX_DEPTH} levels")
     try:
         body = json.loads(raw)
@@ -290,4 +335,4 @@ def _shallow(value: object, limit: int) -> bool:
     return True
 
 
-__all__ = ["JSON_TYPE", "MAX_BODY", "MAX_DEPTH", "SAFE_METHODS", "create_app"]
+__all__ = ["HINTS_AT_ONCE", "JSON_TYPE", "MAX_BODY", "MAX_DEPTH", "SAFE_METHODS", "create_app"]

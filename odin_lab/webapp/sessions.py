@@ -1,11 +1,15 @@
 """Games in progress between a person and the lab's agents, kept on the server.
 
-A :class:`PlaySession` holds one game: the person sits in seat :data:`HUMAN`, agents
-(``agents.make``) in the others. After every move of the person the session plays forced
-decisions (exactly those ``Game.play_forced`` applies) and the agents' decisions until the
-person has a real choice or the game is over, and returns those decisions as *events*: each
-one's public account (:func:`odin_lab.webapp.views.describe`) and the person's view after it.
-Nothing in an event or a view shows another seat's hidden cards.
+A :class:`PlaySession` holds one game, a :class:`odin_lab.evaluation.table.Table` (the table
+``play.py`` drives too, seeded the same way: the same seed and moves give the same game): the
+person sits in seat :data:`HUMAN`, agents (``agents.make``) in the others. After every move of
+the person the session plays forced decisions (exactly those ``Game.play_forced`` applies) and
+the agents' decisions until the person has a real choice or the game is over, and returns those
+decisions as *events*: each one's public account (:func:`odin_lab.webapp.views.describe`) and
+the person's view after it. Nothing in an event or a view shows another seat's hidden cards.
+On the person's decision, :meth:`PlaySession.hint` gives the coach's evaluation of each legal
+move (:func:`odin_lab.evaluation.coach.hint`, from the person's observation only); the steps
+at which hints were asked are saved with the game (``"hints"``).
 
 A :class:`SessionStore` keeps at most ``max_games`` sessions under random, unguessable ids
 (``secrets.token_urlsafe``); creating one more drops the one used least recently. One lock per
@@ -26,20 +30,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.registry import agent_names, make
-from odin_env.observation import observe
+from agents.registry import agent_names
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, PHASE_NAMES, Config, Game, check_action
-from odin_env.seeding import spawn_seed
+from odin_lab.evaluation.coach import DEFAULT_MS, MAX_MS, MIN_MS
 from odin_lab.evaluation.limits import MAX_LIVE_GAMES
-from odin_lab.evaluation.records import write_person_game
+from odin_lab.evaluation.table import HUMAN as HUMAN_SPEC
+from odin_lab.evaluation.table import Table
 from odin_lab.evaluation.tournament import GameRecord
 from odin_lab.webapp.errors import RequestError, check_fields, check_int, shown
 from odin_lab.webapp.views import YOU, Moment, action_json, describe, legal_json, seat_view
 
 HUMAN = 0
 """The person's seat; the agents sit in seats 1 .. players - 1."""
-HUMAN_SPEC = "human"
-"""The agent spec of the person in the records file."""
 MAX_THRESHOLD = 100
 """The highest threshold the page may ask for (a game's length grows with it)."""
 MAX_SEED = 2**63 - 1
@@ -47,24 +49,13 @@ MAX_SEED = 2**63 - 1
 
 @dataclass
 class PlaySession:
-    """One game in progress; every method that changes it runs under ``lock``."""
+    """One game in progress, a :class:`odin_lab.evaluation.table.Table` (the terminal's too)
+    with the person in seat :data:`HUMAN`; every method that changes it runs under ``lock``."""
 
     id: str
-    config: Config
-    specs: tuple[str, ...]
-    """One agent spec per seat, :data:`HUMAN_SPEC` in seat :data:`HUMAN`."""
-    seed: int
-    game: Game
-    agents: list
+    table: Table
     names: list[str]
-    first_leader: int
-    actions: list[int] = field(default_factory=list)
-    """The action of every decision that was not forced, in play order (the record's)."""
     log: list[str] = field(default_factory=list)
-    turn: int = 0
-    """Decisions applied so far, forced ones included; a move must name it (see :meth:`move`)."""
-    moves: int = 0
-    """The person's moves so far."""
     seed_chosen: bool = False
     """The person chose the seed, so the deal was known in advance: the record says so."""
     saved: Path | None = None
@@ -77,19 +68,48 @@ class PlaySession:
     @classmethod
     def start(cls, game_id: str, config: Config, opponents: list[str], seed: int) -> PlaySession:
         """A new game with ``opponents[k]`` in seat ``k + 1``, dealt from ``seed``; each agent
-        is seeded from it as well (``spawn_seed(seed, seat)``), so a seed fixes the whole game
-        given the person's moves."""
-        specs = (HUMAN_SPEC, *opponents)
-        agents: list = [None]
-        for seat, spec in enumerate(opponents, start=1):
-            agent = make(spec, seed=spawn_seed(seed, seat))
-            reset = getattr(agent, "reset", None)
-            if reset is not None:
-                reset(seat, spawn_seed(seed, seat, 1))
-            agents.append(agent)
+        is seeded from it as well (as :class:`~odin_lab.evaluation.table.Table` seeds them, the
+        same as ``play.py``), so a seed fixes the whole game given the person's moves."""
+        table = Table.against(config, HUMAN, opponents, seed)
         names = [YOU] + [f"{spec} (seat {s})" for s, spec in enumerate(opponents, start=1)]
-        game = Game(config, seed=seed)
-        return cls(game_id, config, specs, seed, game, agents, names, game.hand_leader)
+        return cls(game_id, table, names)
+
+    @property
+    def config(self) -> Config:
+        return self.table.config
+
+    @property
+    def specs(self) -> tuple[str, ...]:
+        """One agent spec per seat, :data:`HUMAN_SPEC` in seat :data:`HUMAN`."""
+        return self.table.specs
+
+    @property
+    def seed(self) -> int:
+        return self.table.seed
+
+    @property
+    def game(self) -> Game:
+        return self.table.game
+
+    @property
+    def actions(self) -> list[int]:
+        """The action of every decision that was not forced, in play order (the record's)."""
+        return self.table.actions
+
+    @property
+    def turn(self) -> int:
+        """Decisions applied so far, forced ones included; a move must name it (:meth:`move`)."""
+        return self.table.turn
+
+    @property
+    def moves(self) -> int:
+        """The person's moves so far."""
+        return self.table.moves
+
+    @property
+    def hints(self) -> list[int]:
+        """The steps (indices in :attr:`actions`) at which the person asked for a hint."""
+        return self.table.hints
 
     def view(self) -> dict:
         """The person's view now; ``legal`` (their legal actions) while they are to act."""
@@ -102,17 +122,9 @@ class PlaySession:
     def advance(self) -> list[dict]:
         """Play forced decisions and agents' decisions until the person has a real choice or
         the game is over; return the events, in order."""
-        game, events = self.game, []
-        while not game.is_over:
-            forced = len(game.legal) == 1
-            seat = game.current
-            if not forced and seat == HUMAN:
-                break
-            if forced:
-                action = game.legal[0]
-            else:
-                action = int(self.agents[seat].act(observe(game, seat), game.legal_mask()))
-            events.append(self._apply(action, forced))
+        events = []
+        while (chosen := self.table.next_move()) is not None:
+            events.append(self._apply(*chosen))
         return events
 
     def move(self, action: int, turn: int) -> list[dict]:
@@ -121,14 +133,7 @@ class PlaySession:
         ``RequestError`` 409 when the game is over or ``turn`` is not the decision at hand (a
         stale or repeated request), 422 when the action is not legal; the game is unchanged."""
         game = self.game
-        if game.is_over:
-            raise RequestError(409, "the game is over: no more moves; start a new game")
-        if turn != self.turn or game.current != HUMAN:
-            raise RequestError(
-                409,
-                f"out of turn: this move answers decision {turn}, but the game is at decision "
-                f"{self.turn} (reload the game to see it)",
-            )
+        self._check_turn(turn)
         if action not in game.legal:
             moved = action_json(action)
             allowed = [_short(a) for a in legal_json(game)]
@@ -141,15 +146,33 @@ class PlaySession:
                 f"{PHASE_NAMES[game.phase]}: legal are {shown}",
             )
         events = [self._apply(action, forced=False)]
-        self.moves += 1
         return events + self.advance()
+
+    def hint(self, ms: int, turn: int | None = None) -> dict:
+        """The coach's hint for the person's decision at hand (``Table.hint``: from the
+        person's observation only), kept in the record's ``hints``, with ``turn`` (the decision
+        it is about) added. ``RequestError`` 409 when the game is over or it is not the
+        person's decision (or not decision ``turn``, when given)."""
+        self._check_turn(self.turn if turn is None else turn)
+        try:
+            answer = self.table.hint(ms)
+        except ValueError as error:
+            raise RequestError(409, str(error)) from None
+        return {**answer, "turn": self.turn}
+
+    def _check_turn(self, turn: int) -> None:
+        if self.game.is_over:
+            raise RequestError(409, "the game is over: no more moves; start a new game")
+        if turn != self.turn or self.game.current != HUMAN:
+            raise RequestError(
+                409,
+                f"out of turn: this request answers decision {turn}, but the game is at decision "
+                f"{self.turn} (reload the game to see it)",
+            )
 
     def _apply(self, action: int, forced: bool) -> dict:
         before = Moment.of(self.game)
-        self.game.apply(action)
-        if not forced:
-            self.actions.append(action)
-        self.turn += 1
+        self.table.apply(action, forced)
         event = describe(before, action, self.game, self.names, forced)
         event["view"] = seat_view(self.game, self.names, HUMAN)
         self.log.append(event["text"])
@@ -157,18 +180,7 @@ class PlaySession:
 
     def record(self) -> GameRecord:
         """The game's record (winners empty while it is not over)."""
-        game = self.game
-        return GameRecord(
-            deal=0,
-            rotation=0,
-            seed=self.seed,
-            agents=tuple(range(self.config.players)),
-            first_leader=self.first_leader,
-            hands=tuple(game.history),
-            totals=tuple(game.totals),
-            winners=tuple(game.winners),
-            actions=tuple(self.actions),
-        )
+        return self.table.record()
 
 
 def _short(moved: dict) -> str:
@@ -218,6 +230,17 @@ def parse_move(body: object) -> tuple[int, int]:
         given = body["action"]
         raise RequestError(400, str(error).replace(repr(given), shown(given), 1)) from None
     return action, check_int("turn", body["turn"], 0, 10**9)
+
+
+def parse_hint(body: object) -> tuple[int, int | None]:
+    """``(ms, turn)`` of a hint request, or ``RequestError(400)``: an optional ``ms`` (the time
+    budget, :data:`~odin_lab.evaluation.coach.MIN_MS`-:data:`~odin_lab.evaluation.coach.MAX_MS`,
+    default :data:`~odin_lab.evaluation.coach.DEFAULT_MS`) and an optional ``turn`` (the
+    decision the hint is about, the view's: a stale one is refused with 409)."""
+    body = check_fields(body, {"ms": False, "turn": False})
+    ms = check_int("ms", body.get("ms", DEFAULT_MS), MIN_MS, MAX_MS)
+    turn = body.get("turn")
+    return ms, None if turn is None else check_int("turn", turn, 0, 10**9)
 
 
 class SessionStore:
@@ -290,14 +313,14 @@ class SessionStore:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         path = self.out_dir / f"game-{stamp}-{secrets.token_hex(3)}.json"
         try:
-            write_person_game(
-                path, session.config, session.specs, session.record(), "web",
-                seed_chosen=session.seed_chosen,
-            )  # fmt: skip
+            session.table.save(path, "web", seed_chosen=session.seed_chosen)
         except OSError as error:  # a full disk must not lose the end of the game on screen
             session.save_error = f"could not save the game in {self.out_dir}: {error.strerror}"
             return
         session.saved = path
 
 
-__all__ = ["HUMAN", "HUMAN_SPEC", "PlaySession", "SessionStore", "parse_move", "parse_new_game"]
+__all__ = [
+    "HUMAN", "HUMAN_SPEC", "PlaySession", "SessionStore", "parse_hint", "parse_move",
+    "parse_new_game",
+]  # fmt: skip
