@@ -136,7 +136,8 @@ COMMANDS: dict[str, tuple[Callable, list[str], dict]] = {
     "train": (train.main, [
         "--runs-dir", "{out}", "--name", "run", "--total-steps", "64", "--eval-deals", "2"], {
         "--players": counts(2, 6), "--threshold": counts(1, 1000),
-        "--algo": unknown("ppo", "dmc"), "--name": st.sampled_from(["", "../up", ".hidden", "a/b"]),
+        "--algo": unknown("ppo", "dmc", "cem"),
+        "--name": st.sampled_from(["", "../up", ".hidden", "a/b"]),
         "--seed": SEED, "--total-steps": counts(0, 10**12),
         "--learning-rate": floats(0.0), "--gamma": floats(0.0, 1.0),
         "--gae-lambda": floats(0.0, 1.0), "--clip-range": floats(0.0),
