@@ -140,8 +140,10 @@ function scoreTable(table, view) {
   head.append(el("th", "", "Hand"));
   view.seats.forEach((s) => {
     // "planner (seat 2)" is shown as "planner" over "seat 2", so that narrow columns fit.
+    // A name too long for its column ends in an ellipsis; the seat under it tells them apart.
     const [agent, seat] = s.name.split(" (");
-    const cell = el("th", "", agent);
+    const cell = el("th");
+    cell.append(el("span", "agent", agent));
     cell.title = s.name;
     if (seat) cell.append(el("small", "", ` ${seat.replace(")", "")}`));
     head.append(cell);
