@@ -292,12 +292,12 @@ MINUS = "\u2212"
 
 def check_longer_hint(page) -> None:
     """Think longer asks again with a budget of 3 s, and the page shows that answer."""
-    settle(page)
+    turn = settle(page)["turn"]
     page.click("#hint-button")
     page.wait_for_selector("#hint-longer")
     with page.expect_response(lambda r: r.url.endswith("/hint")) as answer:
         page.click("#hint-longer")
-    assert answer.value.request.post_data_json == {"ms": 3000}
+    assert answer.value.request.post_data_json == {"ms": 3000, "turn": turn}
     data = answer.value.json()
     assert answer.value.status == 200 and data["budget_ms"] == 3000, data
     page.wait_for_function("() => window.odin.hint.data.budget_ms === 3000")
@@ -550,8 +550,11 @@ def test_a_hint_and_the_review_of_the_game_on_a_desktop(server):
         check_longer_hint(page)
         check_hint(page, key=True)  # the key H asks as well
         finish_game(page)
-        check_review(page, 0, lambda: page.click("#over-review"))
+        review = check_review(page, 0, lambda: page.click("#over-review"))
         assert page.input_value("#rv-seat") == "0"
+        # The record keeps the two turns the person asked about; the review marks them.
+        assert review["summary"]["hinted"] == 2 == sum(d["hinted"] for d in review["decisions"])
+        assert "2 after a hint" in page.inner_text("#rv-summary")
         # Another seat's review, asked for in the replay viewer.
         page.select_option("#rv-seat", "1")
         check_review(page, 1, lambda: page.click("#rv-run"))

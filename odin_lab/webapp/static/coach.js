@@ -22,7 +22,7 @@ function drawHintButton() {
 }
 
 // Asks the server for a hint on the turn at hand, within `ms` milliseconds (its default when
-// not given).
+// not given). The turn is sent too: a hint for a turn already played is refused (409).
 async function askHint(ms) {
   if (!myTurn() || state.hintPending) return;
   const turn = state.view.turn;
@@ -30,7 +30,7 @@ async function askHint(ms) {
   drawHintButton();
   $("play-error").textContent = "";
   try {
-    const data = await api("POST", `/api/games/${state.game}/hint`, ms ? { ms } : {});
+    const data = await api("POST", `/api/games/${state.game}/hint`, ms ? { ms, turn } : { turn });
     state.hint = { turn, data };
   } catch (error) {
     $("play-error").textContent = error.message;
