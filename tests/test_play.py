@@ -14,6 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from odin_env.rules import TAKING
 from odin_lab.evaluation.records import load_records, replay, replay_steps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,8 @@ def test_ctrl_c_and_end_of_input_save_the_unfinished_game(tmp_path, stop, code):
         child.sendintr()
     else:
         child.sendeof()
-    child.expect(r"the unfinished game \((\d+) moves\) saved to")
+    child.expect(r"the unfinished game \((\d+) moves? of yours\) saved to")
+    counted = int(child.match.group(1))
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == code
@@ -97,6 +99,10 @@ def test_ctrl_c_and_end_of_input_save_the_unfinished_game(tmp_path, stop, code):
     assert record.winners == () and record.actions
     game = replay(record, loaded.config)
     assert not game.is_over and game.current == 0  # it stopped at the person's decision
+    # The count is the person's moves only (one was sent), not the agents' moves as well.
+    steps = replay_steps(record, loaded.config)
+    assert counted == 1 == sum(1 for s in steps[:-1] if s.seat == 0 and not s.forced)
+    assert len(record.actions) > counted
 
 
 @pytest.mark.parametrize(
@@ -118,3 +124,76 @@ def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], result.stderr
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def _cards(text: str) -> list[str]:
+    return re.findall(r"\b[RYGBPO][1-9]\b", text)
+
+
+def _in_id_order(cards: list[str]) -> bool:
+    """Cards by colour (R Y G B P O), then value: the web log's and ``render()``'s order."""
+    from odin_env.cards import parse_card
+
+    ids = [parse_card(c) for c in cards]
+    return ids == sorted(ids)
+
+
+def test_hint_and_the_take_prompt_through_a_terminal(tmp_path):
+    """``hint`` lists the menu's moves with the search's win chance and expected penalty, best
+    first and marked; the take screen keeps the ``table:`` line and names the combo beaten
+    (whose cards are the ones offered); cards are written by colour, then value; the steps
+    where hints were asked are saved in the record."""
+    out = tmp_path / "coached.json"
+    child = spawn("--opponents", "random", "random", "--threshold", "5", "--seed", "3",
+                  "--out", str(out), cwd=tmp_path)  # fmt: skip
+    hinted, hinted_takes = 0, 0
+    while hinted_takes == 0:
+        assert child.expect([r"-- your turn: hand \d+, (\w+) --", "Totals: "]) == 0, "no take"
+        phase = child.match.group(1)
+        child.expect_exact(PROMPT)
+        screen = child.before
+        found = re.findall(r"(\d+)\) (pass|take [A-Z]\d|(?:[A-Z]\d ?)+)", screen)
+        menu = {number: entry.strip() for number, entry in found}
+        assert all(_in_id_order(_cards(entry)) for entry in menu.values()), menu
+        table = re.search(r"table: ((?:[A-Z]\d )+)\((\d+)\) by (seat \d \(\w+\))", screen)
+        if phase == "take":
+            # The table line stays (the combo just played, by the person); the beaten one is
+            # named apart, and it is the one whose cards may be taken.
+            assert table is not None and table.group(3) == "seat 0 (you)", screen
+            beaten = re.search(
+                r"you beat ((?:[A-Z]\d ?)+).*; take one of: ((?:[A-Z]\d ?)+)", screen
+            )
+            assert beaten is not None, screen
+            offered = _cards(beaten.group(2))
+            assert _cards(beaten.group(1)) == offered and _in_id_order(offered)
+            assert set(_cards(table.group(1))).isdisjoint(offered)
+            assert sorted(menu.values()) == sorted(f"take {c}" for c in offered)
+        if phase == "follow" and hinted and not hinted_takes:
+            child.sendline("2")  # the first play of the menu: it beats the table, then a take
+            continue
+        child.sendline("hint 200")
+        child.expect(r"hint: the search's view of your moves \((\d+) layouts?")
+        child.expect_exact(PROMPT)
+        pattern = r"^\s+(\d+)\) (.+?)\s+win\s+(\d+)%\s+points\s+([\d.]+)(.*)$"
+        lines = re.findall(pattern, child.before, re.M)
+        assert len({x[0] for x in lines}) == len(lines) == min(len(menu), 12)
+        for number, label, win, _, _ in lines:
+            assert menu[number] == label.strip() and 0 <= int(win) <= 100
+        assert lines[0][4].strip() == "<- best" and all("best" not in x[4] for x in lines[1:])
+        wins = [int(x[2]) for x in lines]
+        assert wins == sorted(wins, reverse=True)
+        hinted += 1
+        hinted_takes += phase == "take"
+        child.sendline(lines[0][0])  # the move the hint calls best, by its menu number
+    child.expect_exact(PROMPT)
+    child.sendline("quit")
+    child.expect_exact(f"saved to {out}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    loaded = load_records(out)
+    hints = loaded.extra["hints"]
+    assert len(hints) == hinted >= 2
+    steps = [s for s in replay_steps(loaded.games[0], loaded.config)[:-1] if not s.forced]
+    assert all(steps[h].seat == 0 for h in hints)  # each a decision of the person
+    assert steps[hints[-1]].game.phase == TAKING
