@@ -376,14 +376,7 @@ class LinearAgent:
         return int(self.act_batch(observation[None], action_mask[None])[0])
 
 
-def describe(path: str | Path) -> str:
-    """The weights of a linear model file, one ``name weight`` line each (a reader's aid)."""
-    info, state = read_linear(path)
-    names = info["architecture"]["features"]
-    return "\n".join(f"{n} {w:+.3f}" for n, w in zip(names, state[_TENSOR]))
-
-
 __all__ = [
     "ALGO", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent", "argmax_by_row", "check_weights",
-    "describe", "features", "linear_info", "read_linear", "row_features", "scores", "write_linear",
+    "features", "linear_info", "read_linear", "row_features", "scores", "write_linear",
 ]  # fmt: skip

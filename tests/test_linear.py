@@ -386,3 +386,9 @@ def test_train_help_shows_cems_flags():
     assert shown.returncode == 0
     assert "--games-per-candidate" in shown.stdout and "--clip-range" not in shown.stdout
     assert "odin_lab.training.cem.CEMConfig" in shown.stdout
+
+
+def test_the_agents_page_documents_every_feature():
+    page = (ROOT / "docs" / "agents.md").read_text()
+    missing = [name for name in NAMES if f"| `{name}` |" not in page]
+    assert missing == []
