@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.batched_linear import FEATURE_ORDER, batch_features
 from agents.hand import VALUE_LINE, VALUE_OF, cover
 from agents.ppo import is_zip, read_parts, write_model
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
@@ -74,6 +75,8 @@ FEATURES: dict[str, str] = {
 }
 """Every feature by name, with what it measures (the model file lists the names it uses)."""
 NAMES = tuple(FEATURES)
+if NAMES != FEATURE_ORDER:  # the numba kernel writes its columns in this order
+    raise ImportError("agents.linear.FEATURES and agents.batched_linear.FEATURE_ORDER differ")
 NUM_FEATURES = len(NAMES)
 _INDEX = {name: i for i, name in enumerate(NAMES)}
 _TENSOR = "weights"
@@ -233,7 +236,9 @@ def _top_of(bits: int) -> int:
 def features(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(rows, actions, X)`` of a batch: every legal (row, action) pair, rows ascending and each
     row's actions ascending, and ``X[k]`` the :data:`FEATURES` of pair ``k``
-    (``(P, NUM_FEATURES)`` float64). ``ValueError`` for a row without a legal action."""
+    (``(P, NUM_FEATURES)`` float64), computed in one numba call
+    (:func:`agents.batched_linear.batch_features`; :func:`row_features` is the same in Python).
+    ``ValueError`` for a row without a legal action."""
     obs = np.asarray(obs, dtype=np.float32).reshape(-1, OBS_SIZE)
     mask = np.asarray(mask).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
     if len(mask) != len(obs):
@@ -241,15 +246,23 @@ def features(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     if not mask.any(1).all():
         raise ValueError("an action mask has no legal action: this agent is not the one to act")
     rows, actions = np.nonzero(mask)
+    return rows, actions, batch_features(obs, rows, actions)
+
+
+def python_features(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """:func:`features`' ``X`` computed row by row in Python (:func:`row_features`): the
+    reference the numba kernel is tested against."""
+    obs = np.asarray(obs, dtype=np.float32).reshape(-1, OBS_SIZE)
+    mask = np.asarray(mask).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
+    rows, actions = np.nonzero(mask)
     starts = np.r_[0, np.cumsum(mask.sum(1))]
     sets = _card_sets(obs)
     v = views(obs)
     out = np.zeros((len(actions), NUM_FEATURES))
     for r in range(len(obs)):
         part = slice(starts[r], starts[r + 1])
-        row = {k: a[r] for k, a in v.items()}
-        out[part] = row_features(row, sets[r], actions[part])
-    return rows, actions, out
+        out[part] = row_features({k: a[r] for k, a in v.items()}, sets[r], actions[part])
+    return out
 
 
 def scores(x: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -19,7 +19,15 @@ import pytest
 from safetensors.numpy import load_file, save_file
 from test_dmc import _other_hidden_cards, copy_run, log, plays_legal_moves, train_py
 
-from agents.linear import NAMES, LinearAgent, features, linear_info, read_linear, write_linear
+from agents.linear import (
+    NAMES,
+    LinearAgent,
+    features,
+    linear_info,
+    python_features,
+    read_linear,
+    write_linear,
+)
 from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT
 from agents.registry import check_spec, has_batch_form, make, make_batch_agent
 from odin_env.batched import BatchedGames
@@ -106,6 +114,22 @@ def test_features_and_action_read_nothing_of_the_other_seats_hidden_cards():
         assert agent.act(obs, mask) == agent.act(obs2, mask2)
         checked += 1
     assert checked >= 10
+
+
+@pytest.mark.parametrize("players", [2, 4, 6])
+def test_the_numba_features_are_the_python_features_bit_for_bit(players):
+    """Every legal action of every position of 64 games to the end, played by a random-weight
+    linear player: the kernel's features equal :func:`agents.linear.row_features`' exactly."""
+    rng = np.random.default_rng(players)
+    agent = LinearAgent(list(NAMES), rng.normal(size=len(NAMES)))
+    games = BatchedGames(Config(players=players, threshold=10), batch=64, seed=players)
+    pairs = 0
+    for _ in range(60):
+        _, _, x = features(games.obs, games.mask)
+        np.testing.assert_array_equal(x, python_features(games.obs, games.mask))
+        pairs += len(x)
+        games.step(agent.act_batch(games.obs, games.mask))
+    assert pairs > 10_000
 
 
 def test_the_batched_form_plays_each_rows_single_choice_and_weights_change_it():
