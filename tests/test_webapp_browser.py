@@ -536,7 +536,7 @@ def test_a_whole_game_by_the_keyboard_and_a_lead_explained(server):
     assert errors == []
 
 
-def test_six_players_at_1024_px_fit(server):
+def test_six_players_at_1024_px_fit_in_play_and_in_the_replay(server):
     url, _ = server
     errors: list[str] = []
     with sync_playwright() as playwright:
@@ -544,15 +544,23 @@ def test_six_players_at_1024_px_fit(server):
         page = open_page(browser, {"width": 1024, "height": 768}, errors)
         page.goto(url)
         assert_fits(page, "the new-game form")
-        new_game(page, 6, ["greedy", "random", "planner", "greedy", "random"], 15, 8)
-        for _ in range(4):
-            view = settle(page)
+        # Threshold 1: the game ends with the first hand.
+        new_game(page, 6, ["greedy", "random", "planner", "greedy", "random"], 1, 8)
+
+        def all_five_seen(page, view):
             assert_fits(page, "a 6-player game")
             seats = page.eval_on_selector_all(
                 "#seats .seat", "s => s.map(e => e.getBoundingClientRect().right)"
             )
             assert len(seats) == 5 and max(seats) <= page.evaluate("() => innerWidth")
-            make_move(page, largest(view))
+
+        finish_game(page, each_turn=all_five_seen)
+        assert_fits(page, "the game-over panel of 6 players")
+        page.click("#watch")
+        page.wait_for_selector("#replay:not([hidden])")
+        page.click("#rp-last")
+        assert page.locator("#rp-scores tr").count() == 3  # the names, hand 1, the totals
+        assert_fits(page, "the replay of 6 players")  # its score table within its panel
         browser.close()
     assert errors == []
 

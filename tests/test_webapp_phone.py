@@ -25,9 +25,7 @@ from test_webapp_browser import (
     check_move_log,
     check_review,
     finish_game,
-    largest,
     launch,
-    make_move,
     new_game,
     open_page,
     saved_record,
@@ -174,19 +172,25 @@ def test_a_whole_game_by_tapping_on_a_phone_then_its_replay_and_the_rules(server
     assert errors == []
 
 
-def test_six_players_fit_a_360_px_phone(server):
+def test_six_players_fit_a_360_px_phone_in_play_and_in_the_replay(server):
     url, _ = server
     errors: list[str] = []
     with sync_playwright() as playwright:
         browser = launch(playwright)
         page = open_page(browser, SMALL_PHONE, errors, phone=True)
         page.goto(url)
-        new_game(page, 6, ["greedy", "random", "greedy", "random", "greedy"], 15, 4)
-        for _ in range(5):
-            view = settle(page)
+        new_game(page, 6, ["greedy", "random", "greedy", "random", "greedy"], 1, 4)
+
+        def fits(page, view):
             assert_fits(page, "a 6-player game")
             hand_in_its_box(page)
-            make_move(page, largest(view), tap=True)
+
+        finish_game(page, tap=True, each_turn=fits)
+        assert_fits(page, "the game-over panel of 6 players")
+        page.tap("#watch")
+        page.wait_for_selector("#replay:not([hidden])")
+        page.tap("#rp-last")
+        assert_fits(page, "the replay of 6 players")
         browser.close()
     assert errors == []
 
