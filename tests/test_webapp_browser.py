@@ -585,6 +585,14 @@ def test_a_hint_and_the_review_of_the_game_on_a_desktop(server):
         # Another seat's review, asked for in the replay viewer.
         page.select_option("#rv-seat", "1")
         check_review(page, 1, lambda: page.click("#rv-run"))
+        # From seat 0's view seat 1's review is gone (it names seat 1's cards) and only seat 0
+        # may be reviewed.
+        page.select_option("#rec-seat", "0")
+        page.wait_for_function("() => window.odin.replay.viewer === 0")
+        assert page.locator("#rp-log .rv").count() == 0 and page.inner_text("#rv-summary") == ""
+        assert page.input_value("#rv-seat") == "0" and page.is_disabled(
+            '#rv-seat option[value="1"]'
+        )
         browser.close()
     assert errors == []
 

@@ -16,9 +16,13 @@ const ME = 0; // the person's seat (webapp.sessions.HUMAN)
 
 const state = {
   agents: null, game: null, view: null, final: null, record: null,
-  selected: new Set(), queue: [], busy: false, replay: null, frame: 0,
-  hint: null, // the coach's answer for the person's current turn: {turn, data}
-  review: null, // the review shown beside the replay's moves
+  selected: new Set(), queue: [], busy: false,
+  hint: null, // the coach's answer for a turn of the person: {turn, data} (coach.js)
+  hintPending: false, // a hint is being computed: the button waits
+  files: {}, // the records files listed, by key (replay.js)
+  replay: null, frame: 0, // the replay open and the frame shown
+  moveItems: [], trickOf: [], tricks: [], // the replay's move log: per frame, per trick
+  review: null, // the review shown beside the replay's moves (coach.js)
 };
 window.odin = state; // for the browser test and the console
 

@@ -123,18 +123,24 @@ function wireReview() {
   $("rv-run").onclick = () => runReview(Number($("rv-seat").value));
 }
 
-// The seats a review may be asked for; the seat first offered is the seat viewed, else the
-// person's seat of a web game ("human"), else seat 0.
+// The seats a review may be asked for. From one seat's view only that seat: another seat's
+// review names the moves it could have made, and so the cards in its hand. The one offered
+// first: the seat of the review shown, else the seat viewed, else the person's seat of a web
+// game ("human"), else seat 0.
 function reviewChoices(r) {
   const select = $("rv-seat");
-  const before = select.value;
   select.replaceChildren();
-  r.names.forEach((name, s) => select.append(new Option(name, String(s))));
+  r.names.forEach((name, s) => {
+    const option = new Option(name, String(s));
+    option.disabled = r.viewer !== null && s !== r.viewer;
+    if (option.disabled) option.title = "its review would show its cards: view all hands open to review it";
+    select.append(option);
+  });
   const person = r.names.findIndex((name) => name.startsWith("human "));
-  const kept = state.review ? String(state.review.seat) : before;
-  if (r.viewer !== null) select.value = String(r.viewer);
-  else if (kept && Number(kept) < r.names.length) select.value = kept;
-  else select.value = String(Math.max(person, 0));
+  let seat = Math.max(person, 0);
+  if (state.review) seat = state.review.seat;
+  else if (r.viewer !== null) seat = r.viewer;
+  select.value = String(seat);
 }
 
 async function runReview(seat) {

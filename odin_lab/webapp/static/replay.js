@@ -25,7 +25,7 @@ async function listRecords(select) {
 // chosen (a seat's view hides the other hands; falling back to every hand open would spoil
 // them), or becomes seat 0 when this file's games have fewer seats.
 function seatChoices() {
-  const entry = (state.files || {})[$("rec-file").value];
+  const entry = state.files[$("rec-file").value];
   const r = state.replay;
   if (!entry || !entry.players || (r && r.file === entry.file)) return;
   const select = $("rec-seat");
@@ -41,7 +41,10 @@ async function openReplay(file, game, seat, frame) {
     const data = await api("GET", `/api/replay?${query}`);
     const same = state.replay && state.replay.file === data.file && state.replay.game === data.game;
     state.replay = data;
-    if (!same) state.review = null; // a review belongs to one game of one file
+    // A review belongs to one game of one file, and from one seat's view only its own is shown:
+    // another seat's would name the cards that seat held.
+    const hidden = state.review && data.viewer !== null && state.review.seat !== data.viewer;
+    if (!same || hidden) state.review = null;
     const seats = $("rec-seat");
     seats.replaceChildren(new Option("all hands open", "all"));
     data.names.forEach((name, s) => seats.append(new Option(`as ${name}`, String(s))));
