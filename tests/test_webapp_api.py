@@ -426,3 +426,99 @@ def test_requests_naming_another_host_are_refused(tmp_path):
         outside.post("/api/games", json={"players": 2, "opponents": ["random"]}).status_code == 400
     )
     assert len(app.state.store) == 0
+
+
+# -- the coach: hints and reviews ------------------------------------------------------------
+
+
+def test_a_hint_scores_the_persons_legal_moves_from_their_view_only(app, client, tmp_path):
+    data = start(client, players=4, opponents=["random", "greedy", "planner"], seed=12)
+    game_id = data["game_id"]
+    session = app.state.store._games[game_id]
+    before = state(app, game_id)
+    response = client.post(f"/api/games/{game_id}/hint", json={"ms": 150})
+    assert response.status_code == 200, response.text
+    hint = response.json()
+    assert {"candidates", "best", "elapsed_ms", "budget_ms", "turn"} <= set(hint)
+    assert hint["budget_ms"] == 150 and hint["turn"] == data["view"]["turn"]
+    legal = {a["action"]: a for a in data["view"]["legal"]}
+    candidates = hint["candidates"]
+    assert sorted(c["action"] for c in candidates) == sorted(legal)
+    assert hint["best"] == candidates[0]["action"] and candidates[0]["best"]
+    assert sum(c["best"] for c in candidates) == 1
+    for c in candidates:
+        assert (c["kind"], c["cards"]) == (legal[c["action"]]["kind"], legal[c["action"]]["cards"])
+        assert c["label"] == (" ".join(c["cards"]) if c["kind"] == "play" else
+                              " ".join([c["kind"], *c["cards"]]))  # fmt: skip
+        assert 0 <= c["win"] <= 1 and c["penalty"] >= 0
+    assert not shown(hint) & hidden_names(session.game)
+    assert state(app, game_id) == before  # a hint moves nothing
+    assert session.hints == [len(session.actions)]
+    # An empty body asks with the default budget; the record lists the step once.
+    empty = client.post(f"/api/games/{game_id}/hint", content=b"", headers=JSON)
+    assert empty.status_code == 200 and empty.json()["budget_ms"] == 1000
+    data = play_out(client, data)
+    assert session.hints == [len(before[2])]  # asked twice at one decision: kept once
+    saved = load_records(tmp_path / "web" / data["record"]["file"].removeprefix("saved/"))
+    assert saved.extra["hints"] == session.hints
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        (b'{"ms": 99}', 400, "ms must be an integer 100-5000"),
+        (b'{"ms": 5001}', 400, "ms must be an integer 100-5000"),
+        (b'{"ms": "300"}', 400, "ms must be an integer 100-5000"),
+        (b'{"ms": 300.0}', 400, "ms must be an integer 100-5000"),
+        (b'{"budget": 300}', 400, "unknown field 'budget'"),
+        (b"[300]", 400, "JSON object"),
+        (b"{nope", 400, "malformed JSON"),
+        (b'{"ms": 100, "turn": 999}', 409, "out of turn"),
+    ],
+)
+def test_bad_hint_requests_are_refused_and_change_nothing(app, client, body, status, says):
+    data = start(client)
+    game_id = data["game_id"]
+    before = state(app, game_id)
+    response = client.post(f"/api/games/{game_id}/hint", content=body, headers=JSON)
+    assert says in refused(response, status)
+    assert state(app, game_id) == before and app.state.store._games[game_id].hints == []
+
+
+def test_no_hint_after_the_end_or_for_an_unknown_game(app, client):
+    data = play_out(client, start(client))
+    response = client.post(f"/api/games/{data['game_id']}/hint", json={"ms": 100})
+    assert "the game is over" in refused(response, 409)
+    assert "unknown game id" in refused(client.post("/api/games/nope/hint", json={}), 404)
+
+
+def test_a_review_of_a_saved_game_and_bad_review_requests(app, client, tmp_path):
+    data = play_out(client, start(client, players=3, opponents=["random", "greedy"], seed=4))
+    key = data["record"]["file"]
+    session = app.state.store._games[data["game_id"]]
+    response = client.post("/api/review", json={"file": key, "game": 0, "seat": 0})
+    assert response.status_code == 200, response.text
+    review = response.json()
+    from odin_lab.evaluation.review import review_record
+
+    saved = load_records(tmp_path / "web" / key.removeprefix("saved/"))
+    assert review == {"file": key, **review_record(saved, 0, 0)}  # as evaluate.py review says
+    assert {"game", "seat", "decisions", "costliest", "summary"} <= set(review)
+    assert all(d["action"] == session.actions[d["step"]] for d in review["decisions"])
+    assert review["summary"]["decisions"] == session.moves
+    for d in review["decisions"]:
+        assert {"step", "hand", "action", "label", "best_action", "best_label", "value",
+                "best_value", "loss"} <= set(d)  # fmt: skip
+    assert client.post("/api/review", json={"file": key, "game": 0, "seat": 0}).json() == review
+    for body, status, says in [
+        ({"file": "saved/../../etc/passwd", "game": 0, "seat": 0}, 404, "no records file"),
+        ({"file": str(tmp_path / "web" / key.removeprefix("saved/")), "game": 0, "seat": 0}, 404,
+         "no records file"),
+        ({"file": key, "game": 1, "seat": 0}, 400, "game must be 0-0 (the file holds 1 game)"),
+        ({"file": key, "game": 0, "seat": 3}, 400, "seat must be 0-2 (3 players)"),
+        ({"file": key, "game": "0", "seat": 0}, 400, "game must be 0-0"),
+        ({"file": key, "game": 0}, 400, "missing field 'seat'"),
+        ({"file": 7, "game": 0, "seat": 0}, 400, "file must be"),
+        ({"file": key, "game": 0, "seat": 0, "rollouts": 9}, 400, "unknown field 'rollouts'"),
+    ]:  # fmt: skip
+        assert says in refused(client.post("/api/review", json=body), status)
