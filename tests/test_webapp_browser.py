@@ -566,7 +566,7 @@ def test_six_players_at_1024_px_fit_in_play_and_in_the_replay(server):
 
 
 def test_a_hint_and_the_review_of_the_game_on_a_desktop(server):
-    url, _ = server
+    url, out = server
     errors: list[str] = []
     with sync_playwright() as playwright:
         browser = launch(playwright)
@@ -593,8 +593,17 @@ def test_a_hint_and_the_review_of_the_game_on_a_desktop(server):
         assert page.input_value("#rv-seat") == "0" and page.is_disabled(
             '#rv-seat option[value="1"]'
         )
+        # A refusal is shown as the server words it: the records file is gone meanwhile.
+        (out / page.evaluate("() => window.odin.replay.file").removeprefix("saved/")).unlink()
+        with page.expect_response(lambda r: r.url.endswith("/api/review")) as answer:
+            page.click("#rv-run")
+        assert answer.value.status == 404
+        page.wait_for_function("() => document.getElementById('rv-error').textContent !== ''")
+        assert page.inner_text("#rv-error") == answer.value.json()["error"]
+        assert page.is_enabled("#rv-run") and page.inner_text("#rv-run") == "Review"
         browser.close()
-    assert errors == []
+    # The browser logs the refused request; nothing else went wrong.
+    assert [e for e in errors if "404" not in e] == [] and len(errors) == 1
 
 
 ATTACK = """
