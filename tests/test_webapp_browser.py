@@ -497,6 +497,11 @@ def test_a_whole_game_by_the_keyboard_and_a_lead_explained(server):
                 "tiles => tiles.map(t => t.dataset.card)",
             )
             hand = view["seats"][0]["hand"]
+            # A follow outlines the cards of the plays that beat the table; on a lead any card
+            # may be led alone, so no outline would tell anything.
+            outlined = page.eval_on_selector_all("#me .playable", "t => t.map(c => c.dataset.card)")
+            in_plays = {c for a in view["legal"] if a["kind"] == "play" for c in a["cards"]}
+            assert set(outlined) == (in_plays if view["phase"] == "follow" else set())
             if view["phase"] == "lead" and len(hand) > 2:
                 for pair in pairs(order):
                     rule = "r8" if is_combo(pair) else "r4"
