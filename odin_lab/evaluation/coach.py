@@ -102,7 +102,7 @@ def hint(
     start = time.perf_counter()
     if rollouts is None:
         # The search ends before its own budget; what is kept back builds the answer.
-        search_ms = budget - max(_MARGIN_MS, 0.05 * budget)
+        search_ms = budget - max(_MARGIN_MS, 0.08 * budget)
         scores = score_candidates(observation, mask, ms=search_ms, seed=seed, within=True)
     else:
         scores = score_candidates(observation, mask, rollouts=rollouts, seed=seed)
@@ -112,8 +112,8 @@ def hint(
     return answer
 
 
-_MARGIN_MS = 15.0
-"""Kept back from a hint's budget (or 5% of it, the more) for building the answer and a busy
+_MARGIN_MS = 25.0
+"""Kept back from a hint's budget (or 8% of it, the more) for building the answer and a busy
 machine's jitter."""
 
 
