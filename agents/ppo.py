@@ -168,14 +168,30 @@ class NumpyPolicy:
             kwargs["prior_weight"] = float(arr("prior_weight"))
         return cls(layers, activation, **kwargs)
 
-    def logits(self, observations: np.ndarray) -> np.ndarray:
-        """Unmasked action scores of a batch ``(n, OBS_SIZE)``."""
+    def hidden(self, observations: np.ndarray) -> np.ndarray:
+        """The last hidden layer's activations of a batch ``(n, OBS_SIZE)``."""
         h = np.asarray(observations, np.float32)
         act = _ACTIVATIONS[self.activation]
         for w, b in self.layers[:-1]:
             h = act(h @ w.T + b)
+        return h
+
+    def logits(self, observations: np.ndarray) -> np.ndarray:
+        """Unmasked action scores of a batch ``(n, OBS_SIZE)``: every action's, the reference
+        that :meth:`legal_scores` is tested against."""
         w, b = self.layers[-1]
-        return h @ w.T + b
+        return self.hidden(observations) @ w.T + b
+
+    def legal_scores(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The scores of a batch's legal actions, ``-inf`` elsewhere: :meth:`logits` under the
+        masks, computed for the legal actions only. A position has a few dozen of the 3,581
+        actions, and the output layer is most of the network's arithmetic."""
+        h = self.hidden(observations)
+        rows, cols = np.nonzero(masks)
+        w, b = self.layers[-1]
+        scores = np.full(masks.shape, -np.inf, np.float32)
+        scores[rows, cols] = np.einsum("ij,ij->i", h[rows], w[cols]) + b[cols]
+        return scores
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed the sampling generator (used only when not deterministic)."""
@@ -188,11 +204,10 @@ class NumpyPolicy:
         if not masks.any(1).all():
             raise ValueError("an action mask has no legal action: this agent is not the one to act")
         observations = np.reshape(observations, (-1, OBS_SIZE))
-        logits = self.logits(observations)
+        scores = self.legal_scores(observations, masks)
         if self._prior_agent is not None:
             chosen = prior_actions(self._prior_agent, observations, action_masks)
-            logits[np.arange(len(chosen)), chosen] += self.prior_weight
-        scores = np.where(masks, logits, -np.inf)
+            scores[np.arange(len(chosen)), chosen] += self.prior_weight
         if self.deterministic:
             return scores.argmax(1)
         # Gumbel-max: a sample from the softmax over the legal actions, one generator call.
