@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import os
 import re
 import signal
 import sys
@@ -20,6 +21,15 @@ from collections.abc import Iterable
 from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
+
+# One BLAS thread, as the lab runs one torch thread: the lab's numpy networks multiply small
+# matrices, where OpenBLAS's threads cost far more than they give (on a 2-core machine that is
+# busy, 28 times the CPU for one 256 x 574 product), and tournament workers would each start
+# as many threads as the machine has cores. This module is the first of the lab's that a
+# command imports, before numpy loads (odin_lab.commands imports it first); a user's own setting
+# of these variables is kept.
+for _name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 
 class Parser(argparse.ArgumentParser):

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shutil
 import signal
 import string
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -225,3 +229,28 @@ def test_a_bad_value_of_any_flag_is_one_line_and_exit_2_before_any_work(case):
         assert not out.exists(), (argv, "an output folder was created")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("user", [None, "3"])
+def test_every_command_runs_numpy_with_one_blas_thread_unless_the_user_says(user):
+    """The commands set one OpenBLAS thread before numpy loads (odin_lab.cli), keeping a value
+    the user set; their worker processes inherit it."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user is not None:
+        env["OPENBLAS_NUM_THREADS"] = user
+    # The child notes the variable at the moment numpy starts to load.
+    code = (
+        "import os, sys\n"
+        "seen = []\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy' and not seen:\n"
+        "            seen.append(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        "import odin_lab.commands.evaluate\n"
+        "print(seen)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == repr([user or "1"])
