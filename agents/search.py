@@ -122,16 +122,24 @@ def score_candidates(
         seed, rollouts=ROLLOUTS if rollouts is None else rollouts, min_worlds=min_worlds,
         policy=policy, ms=ms,
     )  # fmt: skip
-    # Engines are kept per thread from call to call (building one costs up to ~0.1 s, a good
-    # part of a short budget); one thread's engines are never stepped by another.
-    engines = getattr(_THREAD, "engines", None)
-    if engines is None:
-        engines = _THREAD.engines = {}
-    agent._engines = engines
-    return agent.evaluate(observation, action_mask, within=within)
+    # Engines are kept from call to call (building one costs up to ~0.1 s, a good part of a
+    # short budget): a call borrows a whole set, so no two calls step one engine at once, and
+    # a few small sets are kept (an engine of 2,048 rows holds ~18 MB).
+    with _SPARE_LOCK:
+        engines = _SPARE.pop() if _SPARE else {}
+    agent._engines, agent._most_engines = engines, _SHARED_ENGINES
+    try:
+        return agent.evaluate(observation, action_mask, within=within)
+    finally:
+        with _SPARE_LOCK:
+            if len(_SPARE) < _SPARE_SETS:
+                _SPARE.append(engines)
 
 
-_THREAD = threading.local()
+_SPARE: list[dict] = []
+_SPARE_LOCK = threading.Lock()
+_SPARE_SETS, _SHARED_ENGINES = 3, 12
+"""Engine sets kept for :func:`score_candidates` calls, and engines in each."""
 
 
 class SearchAgent:
@@ -160,6 +168,7 @@ class SearchAgent:
             raise ValueError(f"policy must be one of {', '.join(BATCH_HEURISTICS)}; got {policy!r}")
         self.policy = BATCH_HEURISTICS[policy]()
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
+        self._most_engines = 32  # batch sizes vary with the number of candidates
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed (``None``: keep the generator)."""
@@ -228,7 +237,7 @@ class SearchAgent:
         key = (config, batch)
         engine = self._engines.get(key)
         if engine is None:
-            if len(self._engines) >= 32:  # batch sizes vary with the number of candidates
+            if len(self._engines) >= self._most_engines:
                 self._engines.pop(next(iter(self._engines)))
             engine = self._engines[key] = BatchedGames(config, batch, seed=0)
         return engine
