@@ -425,9 +425,19 @@ class PPOAgent(NumpyPolicy):
         agent._warned = set()
         return agent
 
+    def table_note(self, players: int) -> str | None:
+        """One line for a person at a table of ``players`` when the model was not trained for
+        that size (``None`` when it was, or its file does not say). A front end that shows the
+        line takes the warning's place: :meth:`act_batch` no longer warns about that size."""
+        trained = (getattr(self, "info", None) or {}).get("players")
+        if trained is None or trained == players:
+            return None
+        self._warned.add(players)
+        return f"its model was trained for {trained} players, not {players}: expect weaker play"
+
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """As :meth:`NumpyPolicy.act_batch`; warns once per table size the model was not
-        trained for (it plays legally there, but weaker)."""
+        trained for (it plays legally there, but weaker), unless :meth:`table_note` told it."""
         trained = (getattr(self, "info", None) or {}).get("players")
         if trained is not None:
             rows = np.reshape(observations, (-1, OBS_SIZE))
@@ -469,6 +479,10 @@ class BundledPPO:
             agent = PPOAgent.load(path, deterministic=self.deterministic, seed=self.seed)
             self._agents[path] = agent
         return self._agents[path]
+
+    def table_note(self, players: int) -> str | None:
+        """:meth:`PPOAgent.table_note` of the model that plays ``players``."""
+        return self.model_for(players).table_note(players)
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed every loaded model (used only when not deterministic)."""

@@ -4,6 +4,8 @@ person, agents seeded as a tournament's deal 0; the record replays; hints are ke
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from agents import make
@@ -104,3 +106,18 @@ def test_the_table_refuses_what_is_not_the_persons_to_do():
     assert table.hints == []
     with pytest.raises(ValueError, match="one agent per seat"):
         Table(Config(players=2), 0, ["random", "random"], seed=0)
+
+
+def test_agents_at_a_table_size_they_were_not_trained_for_are_noted_in_both_front_ends(tmp_path):
+    """The bundled ppo has models for 2 and 4 players: at 5 it plays the 4-player one, which the
+    table notes (one line per spec, its seats named) and the terminal says, with no warning."""
+    config = Config(players=5, threshold=3)
+    opponents = ["ppo", "random", "ppo", "greedy"]
+    note = "ppo (seats 1, 3): its model was trained for 4 players, not 5: expect weaker play"
+    assert Table.against(config, 0, opponents, seed=4).notes == [note]
+    assert Table.against(Config(players=4), 2, ["ppo", "ppo", "random"], seed=4).notes == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would end the game here
+        session = terminal_game(config, opponents, 4, tmp_path)
+    said = session.write.__self__  # the list whose append the session writes with
+    assert [line for line in said if line.startswith("note:")] == [f"note: {note}"]

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,21 @@ def play_out(client, data: dict, check=None) -> dict:
         if check is not None:
             check(data)
     return data
+
+
+def test_an_agent_at_a_table_size_it_was_not_trained_for_is_noted_not_warned(client):
+    # The bundled ppo has models for 2 and 4 players: at 6 it plays the 4-player one.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # every warning of any thread, not once per place
+        opening = start(client, players=6, opponents=["ppo", "random", "ppo", "ppo", "greedy"])
+        data = play_out(client, opening)
+    note = "its model was trained for 4 players, not 6: expect weaker play"
+    assert opening["notes"] == [f"ppo (seats 1, 3, 4): {note}"] == data["notes"]
+    assert [str(w.message) for w in caught] == []  # the console is told nothing more
+    assert start(client, players=4, opponents=["ppo"] * 3)["notes"] == []
+    assert start(client, players=3, opponents=["ppo", "random"])["notes"] == [
+        f"ppo (seat 1): {note.replace('not 6', 'not 3')}"
+    ]
 
 
 def test_moves_after_the_end_get_409(app, client):
@@ -319,7 +335,10 @@ def test_a_finished_game_is_saved_as_a_records_file_that_replays(app, client, tm
     session = app.state.store._games[data["game_id"]]
     key = data["record"]["file"]
     assert key.startswith("saved/game-") and data["record"]["game"] == 0
-    saved = load_records(tmp_path / "web" / key.removeprefix("saved/"))
+    # The path the game-over panel names is the file itself, under the folder the app saves in.
+    path = Path(data["record"]["path"])
+    assert path == tmp_path / "web" / key.removeprefix("saved/") and path.is_file()
+    saved = load_records(path)
     assert saved.specs == ("human", "random") and saved.config.threshold == 5
     game = replay(saved.games[0], saved.config)
     assert list(game.totals) == [s["total"] for s in data["view"]["seats"]]

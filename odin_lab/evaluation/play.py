@@ -120,6 +120,8 @@ class Session:
         through (the caller saves)."""
         table, say = self.table, self.write
         say("\n".join(self.narrator.opening(table.game)))
+        for note in table.notes:  # an agent at a table size it was not trained for
+            say(f"note: {note}")
         while not table.is_over:
             chosen = table.next_move()
             action, forced = (self.ask(), False) if chosen is None else chosen

@@ -13,6 +13,8 @@ over); it shows the position, applies the decision with :meth:`Table.apply` and 
 :meth:`Table.hint` asks the coach (:func:`odin_lab.evaluation.coach.hint`) about the person's
 decision at hand, from their observation only, and keeps the step it was asked at: the saved
 record (:meth:`Table.save`) lists them as ``"hints"``, so a review can tell those decisions apart.
+:attr:`Table.notes` says which agents play a table size they were not trained for (the bundled
+``ppo`` at 3, 5 or 6 players), for the front end to show instead of a Python warning.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Table:
     ``specs``: one agent spec per seat, :data:`HUMAN` in the person's. Keeps ``game`` (the
     state), ``actions`` (every decision that was not forced, in order: the record's),
     ``turn`` (decisions applied, forced ones included), ``moves`` (the person's own moves),
-    ``hints`` (the steps at which a hint was asked) and ``first_leader``."""
+    ``hints`` (the steps at which a hint was asked), ``first_leader`` and ``notes``."""
 
     def __init__(self, config: Config, seat: int, specs: Sequence[str], seed: int):
         n = config.players
@@ -59,6 +61,9 @@ class Table:
             if reset is not None:
                 reset(s, agent_seed(seed, 0, 0, s))
             self.agents.append(agent)
+        self.notes = table_notes(self.specs, self.agents, n)
+        """One line per agent spec that plays a table size it was not trained for (its seats
+        named); the agents then warn no more."""
         self.game = Game(config, seed=seed)
         self.first_leader = self.game.hand_leader
         self.actions: list[int] = []
@@ -142,6 +147,21 @@ class Table:
         )  # fmt: skip
 
 
+def table_notes(specs: Sequence[str], agents: Sequence, players: int) -> list[str]:
+    """The agents' ``table_note(players)`` (an agent that has the method: ``agents.ppo``'s),
+    one line per spec and note, its seats named: ``ppo (seats 1, 2): its model was ...``."""
+    seats: dict[tuple[str, str], list[int]] = {}
+    for s, (spec, agent) in enumerate(zip(specs, agents)):
+        note = getattr(agent, "table_note", None)
+        line = note(players) if callable(note) else None
+        if line:
+            seats.setdefault((spec, str(line)), []).append(s)
+    return [
+        f"{spec} (seat{'s' * (len(at) > 1)} {', '.join(map(str, at))}): {line}"
+        for (spec, line), at in seats.items()
+    ]
+
+
 def rebuild(config: Config, seed: int, actions: Sequence[int]) -> tuple[GameRecord, bool]:
     """The record of a person's game from its seed and moves, and whether they finish it (else
     ``winners`` is empty: unfinished). The forced decisions after the last move are played."""
@@ -165,4 +185,4 @@ def rebuild(config: Config, seed: int, actions: Sequence[int]) -> tuple[GameReco
     return record, game.is_over
 
 
-__all__ = ["HUMAN", "Table", "rebuild"]
+__all__ = ["HUMAN", "Table", "rebuild", "table_notes"]

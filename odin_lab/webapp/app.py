@@ -24,13 +24,16 @@ beyond). A review (:mod:`odin_lab.webapp.reviews`) names a file as a replay does
 ``GET /api/records``; nothing outside the folders) and answers
 :func:`odin_lab.evaluation.review.review_record`'s JSON with ``file``.
 
-A play response is ``{"game_id", "seat", "events", "view", "over", "record", "save_error"}``:
-``events`` are the decisions since the person's last move, in order, each with the person's view
-after it (:mod:`odin_lab.webapp.sessions`); ``view`` the view now, with ``legal`` (the person's
-legal actions) while they are to act; ``record`` names the saved records file (``{"file", "game"}``)
-once the game is over, ``save_error`` why it could not be written. Every view of a game in play
-is built for the person's seat only (:func:`odin_lab.webapp.views.seat_view`), so no response
-carries another seat's hidden cards.
+A play response is ``{"game_id", "seat", "events", "view", "over", "record", "save_error",
+"notes"}``: ``events`` are the decisions since the person's last move, in order, each with the
+person's view after it (:mod:`odin_lab.webapp.sessions`); ``view`` the view now, with ``legal``
+(the person's legal actions) while they are to act; ``record`` names the saved records file
+once the game is over (``{"file", "game", "path"}``: its key in ``GET /api/records``, the game
+in it, and its path on the server, ``results/web/game-....json``), ``save_error`` why it could
+not be written; ``notes`` one line per agent that plays a table size it was not trained for
+(:attr:`odin_lab.evaluation.table.Table.notes`: said on the page, not warned on the console).
+Every view of a game in play is built for the person's seat only
+(:func:`odin_lab.webapp.views.seat_view`), so no response carries another seat's hidden cards.
 
 Every refusal is a 4xx response ``{"error": "one line"}`` and changes nothing: 400 for a body
 that is not JSON or has a wrong field or type, or a ``Host`` not allowed; 403 for a request from
@@ -167,8 +170,11 @@ def create_app(
             "events": events,
             "view": session.view(),
             "over": session.game.is_over,
-            "record": {"file": catalogue.key_of(saved), "game": 0} if saved else None,
+            "record": {"file": catalogue.key_of(saved), "game": 0, "path": str(saved)}
+            if saved
+            else None,
             "save_error": session.save_error,
+            "notes": session.table.notes,
         }
 
     @app.get("/")
