@@ -37,6 +37,8 @@ import os
 import platform
 import sys
 import time
+import typing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +110,27 @@ def parse_args(argv: list[str] | None = None) -> Any:
     )
     add("--out", type=Path, default=Path("results/learning_curve"), help="results directory")
     add("--workers", type=int, default=1, help="evaluation processes")
+    add(
+        "--checkpoint-minutes",
+        type=float,
+        default=5.0,
+        help="minutes of training clock between checkpoints of the learner (also taken at "
+        "each point and on Ctrl-C)",
+    )
+    add(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its checkpoint (the same flags, but --workers)",
+    )
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.checkpoint_minutes) and args.checkpoint_minutes > 0):
+        parser.error(
+            f"--checkpoint-minutes must be a positive number; got {args.checkpoint_minutes}"
+        )
+    if args.resume and not (args.out / "checkpoint.safetensors").is_file():
+        parser.error(f"--resume: {args.out} holds no checkpoint of a learning curve to continue")
+    if not args.resume and (args.out / "checkpoint.safetensors").is_file():
+        parser.error(f"{args.out} holds a run already: add --resume, or choose another --out")
     minutes = args.minutes
     if not all(math.isfinite(m) and m > 0 for m in minutes):
         parser.error(f"--minutes must be positive numbers of minutes; got {minutes}")
@@ -213,14 +235,53 @@ def write_results(out: Path, report: dict) -> None:
         save_figure(fig, out / "learning_curve.png")
 
 
+CLOCK = "curve_trained_s"
+"""The checkpoint entry holding the training clock (seconds) of the learner it saves."""
+KEPT = ("resume", "workers", "checkpoint_minutes")
+"""Flags a resumed run may change."""
+
+
+def refuse(message: str) -> typing.NoReturn:
+    """One line on stderr, exit 2."""
+    print(f"learning_curve.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def resume(where: Any, learner: Any, report: dict) -> tuple[dict, float]:
+    """Restore ``learner`` from the checkpoint in ``where.run_dir`` (the same training settings,
+    else one line naming the first that differs, exit 2); return the report so far, with this
+    run's flags, and the training clock of the checkpoint."""
+    from odin_lab.training.checkpoints import load_checkpoint
+    from odin_lab.training.config import TrainingError
+
+    out = where.run_dir
+    try:
+        tensors, run, _ = load_checkpoint(out, where)
+        saved = json.loads((out / "learning_curve.json").read_text())
+    except TrainingError as error:
+        refuse(str(error))
+    except (OSError, ValueError) as error:
+        refuse(f"cannot resume {out}: {error}")
+    for key, value in report["settings"].items():
+        if key not in KEPT and saved["settings"].get(key) != value:
+            refuse(
+                f"cannot resume {out}: it was run with {key} {saved['settings'].get(key)!r}, "
+                f"not {value!r}"
+            )
+    learner.load_checkpoint(tensors, run)
+    saved["settings"] = report["settings"]
+    return saved, float(run[CLOCK])
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     import torch as th
     from tqdm import tqdm
 
     from odin_lab.training import ALGORITHMS
-    from odin_lab.training.checkpoints import provenance
+    from odin_lab.training.checkpoints import RunState, provenance, save_checkpoint
     from odin_lab.training.config import config_to_json
+    from odin_lab.training.learner import held_interrupts
     from odin_lab.training.run import evaluate
 
     config = args.config
@@ -248,13 +309,26 @@ def main(argv: list[str] | None = None) -> None:
     out: Path = args.out
     th.set_num_threads(config.torch_threads)
     learner = ALGORITHMS[args.algo].learner(config)
+    # The learner's checkpoints use the run services' file (one atomic file: the weights, the
+    # optimizer, the generators and the training clock of one moment).
+    where = replace(config, runs_dir=str(out.parent), name=out.name)
+    trained = 0.0
+    if args.resume:
+        report, trained = resume(where, learner, report)
     # Points in training seconds, or (--steps) in learner decisions.
     marks = [float(n) for n in args.steps] if args.steps else [60.0 * m for m in args.minutes]
     # CPU time counts every thread of this process: one torch thread, the engine, the opponents.
     tick = time.process_time if args.clock == "cpu" else time.perf_counter
-    clock = {"trained": 0.0, "since": 0.0}  # training seconds so far; when the clock last ran
+    # Training seconds so far; when the clock last ran; the clock at the last checkpoint.
+    clock = {"trained": trained, "since": 0.0, "saved": trained}
     unit = "decision" if args.steps else "s"
     bar = tqdm(total=round(marks[-1]), unit=unit, desc="training", disable=None, leave=False)
+
+    def checkpoint() -> None:
+        parts = learner.checkpoint()
+        entries = {**parts[2], CLOCK: clock["trained"]}
+        save_checkpoint(where, learner.steps, RunState(), (parts[0], parts[1], entries))
+        clock["saved"] = clock["trained"]
 
     def point() -> bool:
         """After each update: advance the clock; at a time point, stop it and measure."""
@@ -265,6 +339,10 @@ def main(argv: list[str] | None = None) -> None:
         bar.update(min(round(reached), bar.total) - bar.n)
         bar.set_postfix_str(f"{learner.steps:,} decisions")
         if reached >= marks[done]:
+            # First the checkpoint: killed before the results are written, a resume measures
+            # this very learner again (the same figures).
+            with held_interrupts():
+                checkpoint()
             minutes = round(clock["trained"] / 60, 2) if args.steps else args.minutes[done]
             name = f"steps-{args.steps[done]}" if args.steps else f"minutes-{minutes:g}"
             path = out / f"{name}.safetensors"
@@ -285,6 +363,9 @@ def main(argv: list[str] | None = None) -> None:
                 sys.stdout.flush()
             report["complete"] = done + 1 == len(marks)
             write_results(out, report)
+        if clock["trained"] - clock["saved"] >= 60 * args.checkpoint_minutes:
+            with held_interrupts():
+                checkpoint()
         clock["since"] = tick()  # the clock stood still while measuring
         return not report["complete"]
 
@@ -304,16 +385,26 @@ def main(argv: list[str] | None = None) -> None:
                 break
     except KeyboardInterrupt:
         bar.close()
+        # The step in progress was dropped whole (the learner's contract): the weights match
+        # the step count, and the clock counts up to the last whole step.
+        try:
+            with held_interrupts():
+                checkpoint()
+        except KeyboardInterrupt:
+            pass
         points = len(report["results"]) // len(args.opponents)
-        where = f"{out / 'learning_curve.json'} (and .csv, .png)"
+        written = f"{out / 'learning_curve.json'} (and .csv, .png)"
         print(
-            f"\ninterrupted: {points} of {len(marks)} points; partial results in {where}",
+            f"\ninterrupted: {points} of {len(marks)} points; partial results in {written}; "
+            f"the learner's checkpoint at {learner.steps:,} decisions: continue with the same "
+            "command and --resume",
             file=sys.stderr,
         )
         sys.exit(130)
     finally:
         learner.close()
     bar.close()
+    (out / "checkpoint.safetensors").unlink()  # a finished run has nothing to resume
     print(f"results: {out / 'learning_curve.json'} (and .csv, .png)")
 
 

@@ -1,7 +1,8 @@
 """``benchmarks/learning_curve.py``, run as a person runs it: a tiny run prints a row per (time
 point, opponent), writes the JSON, CSV, figure and loadable model files, and learns on between
 points; bad input is refused in one line before anything is written; Ctrl-C keeps the points
-measured; the evaluation of a saved model is reproducible from its seed.
+measured and the learner's checkpoint, from which ``--resume`` ends the run; the evaluation
+of a saved model is reproducible from its seed.
 """
 
 from __future__ import annotations
@@ -141,10 +142,11 @@ def test_bad_input_exits_2_in_one_line_and_writes_nothing(
     assert not out.exists()
 
 
-def test_ctrl_c_keeps_the_points_measured(tmp_path: Path) -> None:
+def test_ctrl_c_keeps_the_points_measured_and_resume_ends_the_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
+    flags = ["--minutes", "0.05", "0.4", "--deals", "2", "--clock", "cpu", "--out", str(out)]
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--minutes", "0.05", "10", "--deals", "2", "--out", str(out)],
+        [sys.executable, str(SCRIPT), *flags],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -176,3 +178,35 @@ def test_ctrl_c_keeps_the_points_measured(tmp_path: Path) -> None:
     ]
     assert len(list(csv.DictReader((out / "learning_curve.csv").open()))) == 2
     assert sum(1 for line in stdout.splitlines() if ROW.match(line)) == 2
+    assert "--resume" in stderr
+    saved = checkpoint_entries(out / "checkpoint.safetensors")
+    assert saved["curve_trained_s"] >= 3.0 and saved["step"] >= report["results"][0]["decisions"]
+
+    # A new run there is refused, and so is a resume with other settings: nothing changes.
+    before = (out / "learning_curve.json").read_bytes()
+    for args, word in (([], "--resume"), (["--resume", "--seed", "1"], "seed")):
+        refused = run(*flags, *args)
+        assert refused.returncode == 2 and word in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    assert (out / "learning_curve.json").read_bytes() == before
+
+    done = run(*flags, "--resume")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "learning_curve.json").read_text())
+    assert report["complete"] is True
+    assert not (out / "checkpoint.safetensors").exists()  # a finished run has none
+    assert [(r["minutes"], r["opponent"]) for r in report["results"]] == [
+        (minutes, opponent) for minutes in (0.05, 0.4) for opponent in OPPONENTS
+    ]
+    # It went on from the checkpoint: its decisions and clock, not from zero.
+    second = report["results"][-1]
+    assert second["decisions"] > saved["step"] and second["train_seconds"] >= 24.0
+    assert sum(1 for line in done.stdout.splitlines() if ROW.match(line)) == 2
+
+
+def checkpoint_entries(path: Path) -> dict:
+    """The ``run`` metadata of a checkpoint file (step, the learner's entries)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="np") as f:
+        return json.loads(f.metadata()["run"])
