@@ -68,13 +68,14 @@ def parse_args(argv: list[str] | None = None) -> Any:
     """The flags, checked: one line naming the problem and exit 2 on bad input."""
     from agents.registry import check_spec
     from odin_lab.training import ALGORITHMS
+    from odin_lab.training.config import DEFAULT_ALGO
     from odin_lab.training.pool import SELF, check_kinds
 
     parser = Parser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
     add = parser.add_argument
-    add("--algo", default="ppo", choices=list(ALGORITHMS), help="the learning algorithm")
+    add("--algo", default=DEFAULT_ALGO, choices=list(ALGORITHMS), help="the learning algorithm")
     add(
         "--set",
         nargs="+",

@@ -168,7 +168,7 @@ def _exploit_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     x.add_argument("--target", required=True, help="the agent spec probed (every other seat)")
     x.add_argument("--players", type=int, default=4, help="seats (2-6; default 4)")
-    x.add_argument("--algo", default="ppo", help="the learner's algorithm (train.py --algo)")
+    x.add_argument("--algo", help="the learner's algorithm (train.py --algo; default: its default)")
     x.add_argument(
         "--set", nargs="+", default=[], metavar="NAME=VALUE",
         help="the algorithm's settings, as train.py's flags name them (e.g. critic=full)",
@@ -189,6 +189,7 @@ def exploit(args: argparse.Namespace, prog: str) -> int:
     """``exploit``: the probe; exit code 0, 2 with one line, or 130 (points kept)."""
     try:
         from odin_lab.training.algorithms import parse_settings
+        from odin_lab.training.config import DEFAULT_ALGO
         from odin_lab.training.exploit import EVAL_SEED, ProbeSettings, probe
     except ImportError as e:
         return cli.fail(prog, f"the probe trains: install the train extra ({e})")
@@ -196,6 +197,7 @@ def exploit(args: argparse.Namespace, prog: str) -> int:
         check_agent(args.target)
         if args.out.exists() and not args.out.is_dir():
             raise ValueError(f"--out {args.out} is a file: name a folder (new or existing)")
+        args.algo = args.algo or DEFAULT_ALGO
         if args.algo not in _algorithms():
             raise ValueError(f"--algo must be one of {', '.join(_algorithms())}; got {args.algo!r}")
         settings = ProbeSettings(

@@ -39,10 +39,9 @@ from odin_lab.training import (
     read_config,
     train,
 )
-from odin_lab.training.config import check_run_name, run_fields
+from odin_lab.training.config import DEFAULT_ALGO, check_run_name, run_fields
 
 PROG = cli.program("train.py")
-DEFAULT_ALGO = "ppo"
 
 
 def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:

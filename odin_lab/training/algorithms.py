@@ -15,7 +15,13 @@ from typing import Any
 
 from odin_env.rules import Config
 from odin_lab.training.cem import CEMConfig, CEMLearner
-from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, run_fields
+from odin_lab.training.config import (
+    DEFAULT_ALGO,
+    TrainConfig,
+    TrainingError,
+    config_from_json,
+    run_fields,
+)
 from odin_lab.training.dmc import DMCConfig, DMCLearner
 from odin_lab.training.learner import Algorithm
 from odin_lab.training.ppo import PPOConfig, PPOLearner
@@ -50,7 +56,9 @@ def complete(config: TrainConfig) -> TrainConfig:
     return config
 
 
-def make_config(algo: str = "ppo", game: Config | None = None, **settings: Any) -> TrainConfig:
+def make_config(
+    algo: str = DEFAULT_ALGO, game: Config | None = None, **settings: Any
+) -> TrainConfig:
     """A run's settings from flat keywords, as the flags name them: the run's own and the
     algorithm's (``make_config(n_steps=64, opponents=["greedy"])``); ``TypeError`` naming an
     unknown one."""
@@ -97,6 +105,7 @@ def read_config(run_dir: Path) -> TrainConfig:
         payload = json.loads(path.read_text())
         if not isinstance(payload, dict):
             raise ValueError("not a JSON object")
+        # A config.json from before the training wing names no algorithm: it was PPO's.
         section = algorithm(payload.get("algo", "ppo")).settings
         config = config_from_json(payload, section)
     except FileNotFoundError:

@@ -62,6 +62,10 @@ class TrainingError(Exception):
     """A problem the user can fix (bad run directory, corrupt checkpoint): one line, exit 2."""
 
 
+DEFAULT_ALGO = "ppo"
+"""The algorithm of a run, an exploit probe or a learning curve that names none (``--algo``)."""
+
+
 @dataclass
 class TrainConfig:
     """Everything that defines a run; stored in ``runs/NAME/config.json``."""
@@ -70,7 +74,7 @@ class TrainConfig:
     """The run's directory name under ``runs_dir``."""
     runs_dir: str = "runs"
     """Where runs live."""
-    algo: str = "ppo"
+    algo: str = DEFAULT_ALGO
     """The learning algorithm (its settings: ``algo_config``)."""
     game: Config = field(default_factory=Config)
     """The game: the settings of :class:`odin_env.rules.Config` (flags ``--players`` ...)."""
