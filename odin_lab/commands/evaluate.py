@@ -173,6 +173,11 @@ def _exploit_parser(sub: argparse._SubParsersAction) -> None:
         "--set", nargs="+", default=[], metavar="NAME=VALUE",
         help="the algorithm's settings, as train.py's flags name them (e.g. critic=full)",
     )  # fmt: skip
+    x.add_argument(
+        "--init", metavar="PATH",
+        help="a lab model file the learner starts from (train.py --init): probe a network "
+        "from itself, with --set matching its layers",
+    )  # fmt: skip
     budget = x.add_mutually_exclusive_group(required=True)
     budget.add_argument("--minutes", type=float, help="training budget, wall-clock minutes")
     budget.add_argument("--steps", type=int, help="training budget, learner decisions")
@@ -204,7 +209,7 @@ def exploit(args: argparse.Namespace, prog: str) -> int:
             args.target, Config(players=args.players), args.algo, args.minutes, args.steps,
             args.points, args.deals, args.seed,
             EVAL_SEED if args.eval_seed is None else args.eval_seed, args.workers,
-            parse_settings(args.algo, args.set),
+            parse_settings(args.algo, args.set), args.init,
         )  # fmt: skip
         settings.check()
     except ValueError as e:
