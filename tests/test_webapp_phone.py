@@ -82,8 +82,8 @@ def rules_page(markdown_text: str) -> str:
 
     start = markdown_text.index(RULES_START)
     end = markdown_text.index(RULES_END, start)
-    # docs/rules.md nests lists and tables by 2 spaces; Python-Markdown wants 4.
-    text = re.sub(r"^( +)", r"\1\1", markdown_text[start:end], flags=re.MULTILINE)
+    # docs/rules.md nests lists and tables by 4 spaces, as Python-Markdown (and so MkDocs) wants.
+    text = markdown_text[start:end]
     body = markdown.markdown(text, extensions=["tables"], output_format="html")
     body = re.sub(r"<li>(\s*(?:<p>)?)<strong>R(\d+)\.", r'<li id="r\2">\1<strong>R\2.', body)
     return PAGE.format(rules=body.strip())
@@ -179,7 +179,9 @@ def test_six_players_fit_a_360_px_phone_in_play_and_in_the_replay(server):
         browser = launch(playwright)
         page = open_page(browser, SMALL_PHONE, errors, phone=True)
         page.goto(url)
-        new_game(page, 6, ["greedy", "random", "greedy", "random", "greedy"], 1, 4)
+        new_game(page, 6, ["ppo", "random", "greedy", "random", "greedy"], 1, 4)
+        settle(page)  # the note on ppo's 4-player model at 6 players fits too
+        assert page.inner_text("#table-notes").startswith("Note: ppo (seat 1): its model was")
 
         def fits(page, view):
             assert_fits(page, "a 6-player game")

@@ -220,6 +220,10 @@ function begin(data, log) {
   $("announce").replaceChildren();
   $("play-error").textContent = "";
   $("threshold-note").textContent = `to ${data.view.threshold}`;
+  // The server's notes on the agents (one that plays a table size it was not trained for).
+  const notes = data.notes || [];
+  $("table-notes").replaceChildren(...notes.map((text) => el("div", "", `Note: ${text}`)));
+  $("table-notes").hidden = !notes.length;
   history.replaceState(null, "", `#play/${data.game_id}`);
   screen("play");
   receive(data);
