@@ -36,6 +36,9 @@ from odin_env.rules import NUM_ACTIONS, PASS, TAKE
 
 ALGO = "linear"
 """The ``algo`` entry of a linear model's ``model`` JSON, and its agent spec's kind."""
+BUNDLED_LINEAR = Path(__file__).resolve().parent / "models" / "linear_4p.safetensors"
+"""The bundled linear player (``agents.make("linear")``): fitted by ``train.py --algo cem`` at 4
+players; a held-out opponent for the lab's networks (its model card is beside it)."""
 
 FEATURES: dict[str, str] = {
     "out": "1 if the action empties the hand (goes out)",
@@ -390,6 +393,7 @@ class LinearAgent:
 
 
 __all__ = [
-    "ALGO", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent", "argmax_by_row", "check_weights",
-    "features", "linear_info", "read_linear", "row_features", "scores", "write_linear",
+    "ALGO", "BUNDLED_LINEAR", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent", "argmax_by_row",
+    "check_weights", "features", "linear_info", "python_features", "read_linear", "row_features",
+    "scores", "write_linear",
 ]  # fmt: skip

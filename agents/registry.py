@@ -4,11 +4,14 @@ Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
 one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``dmc:PATH`` (a deep Monte
 Carlo model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
-``dmc``); ``linear:PATH`` (a linear feature player's file, :class:`agents.linear.LinearAgent`,
-likewise); ``search``
+``dmc``); ``linear`` (the bundled linear feature player, :data:`agents.linear.BUNDLED_LINEAR`)
+or ``linear:PATH`` (such a player's file, :class:`agents.linear.LinearAgent`; ``ppo:PATH`` plays
+one too); ``search``
 (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
-or :data:`SEARCH_MAX_MS` ms. Batched forms (one call for a whole batch of games,
+or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
+``search:Nms:model``) weights the sampled layouts by the other seats' observed passes
+(:mod:`agents.table_model`). Batched forms (one call for a whole batch of games,
 :mod:`agents.batch`) exist for every agent but ``search``; :func:`has_batch_form` says which.
 
 Outside agents (:mod:`agents.outside`): ``module:Name``, ``path/to/file.py:Name``, or a name an
@@ -31,7 +34,7 @@ from agents.dmc import ALGO as DMC
 from agents.dmc import DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
-from agents.linear import LinearAgent, read_linear
+from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
 from agents.outside import FORMS, absolute_spec
 from agents.ppo import BundledPPO, PPOAgent, read_model
 from agents.search import SearchAgent
@@ -44,12 +47,12 @@ SEARCH_MAX_MS = 60_000
 
 def batch_form_names() -> list[str]:
     """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
-    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH", f"{LINEAR}:PATH"]
+    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH", LINEAR, f"{LINEAR}:PATH"]
 
 
 def agent_names() -> list[str]:
     """The lab's own specs without a path (outside agents: :func:`outside_names`)."""
-    return ["random", *HEURISTICS, "ppo", "search"]
+    return ["random", *HEURISTICS, "ppo", LINEAR, "search"]
 
 
 def outside_names() -> list[str]:
@@ -63,10 +66,12 @@ def spec_help() -> str:
     return (
         f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled models), "
         f"ppo:PATH (a model file: read as data, never run as code), {DMC}:PATH (a deep Monte "
-        f"Carlo model file, also data), {LINEAR}:PATH (a linear feature player's file, data), "
+        f"Carlo model file, also data), {LINEAR} (the bundled linear feature player, a held-out "
+        f"opponent) or {LINEAR}:PATH (such a player's file, data), "
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
-        f"(1-{SEARCH_MAX_MS:,} ms); or your own agent, {FORMS}, or a name an installed package "
+        f"(1-{SEARCH_MAX_MS:,} ms), each optionally with :model (layouts weighted by the other "
+        f"seats' observed passes); or your own agent, {FORMS}, or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
         "choice (docs/own-agent.md)"
     )
@@ -80,7 +85,7 @@ def check_spec(spec: str) -> None:
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, colon, path = spec.partition(":")
     if colon and not path and name in ("ppo", DMC, LINEAR, "search"):
-        plain = " (or plain ppo, for the bundled models)" if name == "ppo" else ""
+        plain = f" (or plain {name}, for the bundled models)" if name in ("ppo", LINEAR) else ""
         raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
     if name == "ppo" or (name in (DMC, LINEAR) and path) or (name in agent_names() and not path):
         return
@@ -97,18 +102,28 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-def _search_budget(text: str) -> dict[str, int]:
-    """The keyword of a ``search:`` budget (``"300"``: rollouts, ``"50ms"``: ms); ``ValueError``
-    (naming the allowed range) for any other."""
-    number, ms = (text[:-2], True) if text.endswith("ms") else (text, False)
-    most = SEARCH_MAX_MS if ms else SEARCH_MAX_ROLLOUTS
-    if not number.isdigit() or not 1 <= int(number) <= most:
-        raise ValueError(
-            f"bad search budget {'search:' + text!r}: allowed are search:N (N playouts per "
-            f"decision, 1-{SEARCH_MAX_ROLLOUTS:,}) or search:Nms (N milliseconds per decision, "
-            f"1-{SEARCH_MAX_MS:,})"
-        )
-    return {"ms" if ms else "rollouts": int(number)}
+def _search_budget(text: str) -> dict[str, int | bool]:
+    """The keywords of what follows ``search:``: a budget (``"300"``: rollouts, ``"50ms"``: ms),
+    optionally followed by ``:model`` (``"300:model"``; ``"model"`` alone keeps the default
+    budget) for ``model=True``; ``ValueError`` (naming what is allowed) for any other."""
+    budget, colon, last = text.rpartition(":")
+    model = last == "model"
+    if not model:
+        budget, colon = text, ""
+    if not model or budget:
+        number, ms = (budget[:-2], True) if budget.endswith("ms") else (budget, False)
+        most = SEARCH_MAX_MS if ms else SEARCH_MAX_ROLLOUTS
+        if not number.isdigit() or not 1 <= int(number) <= most:
+            raise ValueError(
+                f"bad search spec {'search:' + text!r}: allowed are search:N (N playouts per "
+                f"decision, 1-{SEARCH_MAX_ROLLOUTS:,}) or search:Nms (N milliseconds per "
+                f"decision, 1-{SEARCH_MAX_MS:,}), each optionally followed by :model, or "
+                "search:model"
+            )
+        return {"ms" if ms else "rollouts": int(number), **({"model": True} if model else {})}
+    if colon:
+        raise ValueError(f"bad search spec {'search:' + text!r}: name a budget before :model")
+    return {"model": True}
 
 
 def make(spec: str, seed: int | None = None) -> Agent:
@@ -121,7 +136,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == DMC or (name == "ppo" and path and model_algo(path) == DMC):
         return DMCAgent.load(path)
     if name == LINEAR or (name == "ppo" and path and model_algo(path) == LINEAR):
-        return LinearAgent.load(path)
+        return LinearAgent.load(path or BUNDLED_LINEAR)
     if name == "ppo":
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":

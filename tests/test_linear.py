@@ -20,6 +20,7 @@ from safetensors.numpy import load_file, save_file
 from test_dmc import _other_hidden_cards, copy_run, log, plays_legal_moves, train_py
 
 from agents.linear import (
+    BUNDLED_LINEAR,
     NAMES,
     LinearAgent,
     features,
@@ -416,3 +417,16 @@ def test_the_agents_page_documents_every_feature():
     page = (ROOT / "docs" / "agents.md").read_text()
     missing = [name for name in NAMES if f"| `{name}` |" not in page]
     assert missing == []
+
+
+def test_the_bundled_linear_player_is_the_short_name_and_its_card_names_its_commands():
+    agent = make("linear")
+    assert isinstance(agent, LinearAgent) and agent.path == BUNDLED_LINEAR
+    assert has_batch_form("linear") and isinstance(make_batch_agent("linear"), LinearAgent)
+    plays_legal_moves(agent)
+    card = json.loads(BUNDLED_LINEAR.with_suffix(".json").read_text())
+    assert card["model"] == "agents/models/linear_4p.safetensors"
+    assert any("train.py --algo cem" in command for command in card["made_by"])
+    assert "evaluate.py tournament" in card["evaluation"]["command"]
+    info, _ = read_linear(BUNDLED_LINEAR)
+    assert info["provenance"]["config"]["algo"] == "cem"
