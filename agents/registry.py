@@ -51,14 +51,16 @@ def batch_form_names() -> list[str]:
 
 
 def agent_names() -> list[str]:
-    """The lab's own specs without a path (outside agents: :func:`outside_names`)."""
-    return ["random", *HEURISTICS, "ppo", LINEAR, "search"]
+    """The lab's own specs without a path (outside agents: :func:`outside_names`), but
+    ``linear``: a held-out opponent stays out of the lists that tools enumerate (a league drawn
+    from them would train against it); it is a spec all the same."""
+    return ["random", *HEURISTICS, "ppo", "search"]
 
 
 def outside_names() -> list[str]:
     """The agent names installed packages add (entry-point group ``odin_lab.agents``), less
     any the lab's own names take."""
-    return [name for name in outside.entry_point_names() if name not in agent_names()]
+    return [n for n in outside.entry_point_names() if n not in agent_names() and n != LINEAR]
 
 
 def spec_help() -> str:
@@ -87,7 +89,7 @@ def check_spec(spec: str) -> None:
     if colon and not path and name in ("ppo", DMC, LINEAR, "search"):
         plain = f" (or plain {name}, for the bundled models)" if name in ("ppo", LINEAR) else ""
         raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
-    if name == "ppo" or (name in (DMC, LINEAR) and path) or (name in agent_names() and not path):
+    if name in ("ppo", LINEAR) or (name == DMC and path) or (name in agent_names() and not path):
         return
     if name == "search":
         _search_budget(path)
@@ -95,7 +97,7 @@ def check_spec(spec: str) -> None:
     if name in agent_names() or (not path and name not in outside_names()):
         raise ValueError(
             f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
-            f"{DMC}:PATH, {LINEAR}:PATH, "
+            f"{DMC}:PATH, {LINEAR}, {LINEAR}:PATH, "
             f"search:N, search:Nms, {FORMS} (your own code), or a name from an installed "
             f"package ({', '.join(outside_names()) or 'none installed'})"
         )

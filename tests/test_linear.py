@@ -30,7 +30,7 @@ from agents.linear import (
     write_linear,
 )
 from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT
-from agents.registry import check_spec, has_batch_form, make, make_batch_agent
+from agents.registry import agent_names, check_spec, has_batch_form, make, make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.combos import SINGLE
 from odin_env.observation import observe
@@ -423,6 +423,8 @@ def test_the_bundled_linear_player_is_the_short_name_and_its_card_names_its_comm
     agent = make("linear")
     assert isinstance(agent, LinearAgent) and agent.path == BUNDLED_LINEAR
     assert has_batch_form("linear") and isinstance(make_batch_agent("linear"), LinearAgent)
+    assert "linear" not in agent_names()  # held out of the lists tools enumerate
+    check_spec("linear")
     plays_legal_moves(agent)
     card = json.loads(BUNDLED_LINEAR.with_suffix(".json").read_text())
     assert card["model"] == "agents/models/linear_4p.safetensors"
