@@ -49,7 +49,9 @@ def command_of(folder: Path) -> str:
         if settings.get("steps")
         else ("--minutes", settings["minutes"])
     )
-    words += [points[0], *map(str, points[1])]
+    words += [points[0], *(f"{n:g}" for n in points[1])]
+    if settings.get("clock", "wall") != "wall":
+        words += ["--clock", settings["clock"]]
     for flag in ("deals", "seed", "eval_seed", "out"):
         words += [f"--{flag.replace('_', '-')}", str(settings[flag])]
     return " ".join(words)
