@@ -40,6 +40,7 @@ import numpy as np
 from agents.base import legal_actions
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.hand import see
+from agents.table_model import TableModel
 from odin_env.batched import BatchedGames
 from odin_env.cards import cards_of, deck_bits
 from odin_env.observation import views
@@ -145,7 +146,10 @@ _SPARE_SETS, _SHARED_ENGINES = 3, 12
 class SearchAgent:
     """Determinized search; see the module docstring. ``rollouts``: playouts per decision;
     ``ms``: a time budget per decision instead (``None``: use ``rollouts``); ``policy``: the
-    playout policy, a key of ``BATCH_HEURISTICS``."""
+    playout policy, a key of ``BATCH_HEURISTICS``. ``model``: weight the sampled layouts by how
+    likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
+    comes from the observations :meth:`act` is shown, in order, within a game begun by
+    :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option."""
 
     name = "search"
 
@@ -156,6 +160,7 @@ class SearchAgent:
         min_worlds: int = MIN_WORLDS,
         policy: str = POLICY,
         ms: float | None = None,
+        model: bool = False,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -169,19 +174,28 @@ class SearchAgent:
         self.policy = BATCH_HEURISTICS[policy]()
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
+        self.table = TableModel() if model else None
 
     def reset(self, seat: int, seed: int | None = None) -> None:
-        """Reseed (``None``: keep the generator)."""
+        """Reseed (``None``: keep the generator); with ``model``, forget the last game."""
         if seed is not None:
             self.rng = np.random.default_rng(seed)
+        if self.table is not None:
+            self.table.reset()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         candidates = legal_actions(action_mask)
         if candidates.size == 0:
             raise ValueError("no legal action in the mask: this agent is not the one to act")
+        if self.table is not None:
+            self.table.observe(observation)  # forced decisions too: they reveal passes
         if candidates.size == 1:
-            return int(candidates[0])
-        return self.evaluate(observation, action_mask).best
+            action = int(candidates[0])
+        else:
+            action = self.evaluate(observation, action_mask).best
+        if self.table is not None:
+            self.table.decided(action)
+        return action
 
     def evaluate(
         self,
@@ -207,14 +221,14 @@ class SearchAgent:
         count = candidates.size
         if self.ms is None:
             worlds = max(self.min_worlds, self.rollouts // count)
-            hands = _sample_hands(game, unseen, needs, worlds, self.rng)
+            hands = self._sample(game, unseen, needs, worlds)
             win, penalty = self._playouts(game, config, hands, candidates)
             return Scores(candidates, win, penalty, worlds)
         win_sum, penalty_sum, total = np.zeros(count), np.zeros(count), 0
         size = 1 if within else self.min_worlds
         while True:
             began = time.perf_counter()
-            hands = _sample_hands(game, unseen, needs, size, self.rng)
+            hands = self._sample(game, unseen, needs, size)
             win, penalty = self._playouts(game, config, hands, candidates)
             win_sum += win * size
             penalty_sum += penalty * size
@@ -232,6 +246,14 @@ class SearchAgent:
                     break
                 size = 1 << (min(fits, _MAX_ROUND).bit_length() - 1)
         return Scores(candidates, win_sum / total, penalty_sum / total, total)
+
+    def _sample(self, game: Game, unseen: np.ndarray, needs: list[int], worlds: int) -> np.ndarray:
+        """``worlds`` layouts: uniform (:func:`_sample_hands`), or with ``model`` drawn from
+        ``pool`` times as many uniform ones by their likelihood (:meth:`TableModel.choose`)."""
+        if self.table is None or not self.table.applicable():
+            return _sample_hands(game, unseen, needs, worlds, self.rng)
+        pool = _sample_hands(game, unseen, needs, worlds * self.table.pool, self.rng)
+        return self.table.choose(pool, worlds, self.rng)
 
     def _engine(self, config: Config, batch: int) -> BatchedGames:
         key = (config, batch)
