@@ -4,8 +4,9 @@ Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
 one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``dmc:PATH`` (a deep Monte
 Carlo model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
-``dmc``); ``linear:PATH`` (a linear feature player's file, :class:`agents.linear.LinearAgent`,
-likewise); ``search``
+``dmc``); ``linear`` (the bundled linear feature player, :data:`agents.linear.BUNDLED_LINEAR`)
+or ``linear:PATH`` (such a player's file, :class:`agents.linear.LinearAgent`; ``ppo:PATH`` plays
+one too); ``search``
 (:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
 or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
@@ -33,7 +34,7 @@ from agents.dmc import ALGO as DMC
 from agents.dmc import DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
-from agents.linear import LinearAgent, read_linear
+from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
 from agents.outside import FORMS, absolute_spec
 from agents.ppo import BundledPPO, PPOAgent, read_model
 from agents.search import SearchAgent
@@ -46,18 +47,20 @@ SEARCH_MAX_MS = 60_000
 
 def batch_form_names() -> list[str]:
     """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
-    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH", f"{LINEAR}:PATH"]
+    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH", LINEAR, f"{LINEAR}:PATH"]
 
 
 def agent_names() -> list[str]:
-    """The lab's own specs without a path (outside agents: :func:`outside_names`)."""
+    """The lab's own specs without a path (outside agents: :func:`outside_names`), but
+    ``linear``: a held-out opponent stays out of the lists that tools enumerate (a league drawn
+    from them would train against it); it is a spec all the same."""
     return ["random", *HEURISTICS, "ppo", "search"]
 
 
 def outside_names() -> list[str]:
     """The agent names installed packages add (entry-point group ``odin_lab.agents``), less
     any the lab's own names take."""
-    return [name for name in outside.entry_point_names() if name not in agent_names()]
+    return [n for n in outside.entry_point_names() if n not in agent_names() and n != LINEAR]
 
 
 def spec_help() -> str:
@@ -65,7 +68,8 @@ def spec_help() -> str:
     return (
         f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled models), "
         f"ppo:PATH (a model file: read as data, never run as code), {DMC}:PATH (a deep Monte "
-        f"Carlo model file, also data), {LINEAR}:PATH (a linear feature player's file, data), "
+        f"Carlo model file, also data), {LINEAR} (the bundled linear feature player, a held-out "
+        f"opponent) or {LINEAR}:PATH (such a player's file, data), "
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms), each optionally with :model (layouts weighted by the other "
@@ -83,9 +87,9 @@ def check_spec(spec: str) -> None:
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, colon, path = spec.partition(":")
     if colon and not path and name in ("ppo", DMC, LINEAR, "search"):
-        plain = " (or plain ppo, for the bundled models)" if name == "ppo" else ""
+        plain = f" (or plain {name}, for the bundled models)" if name in ("ppo", LINEAR) else ""
         raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
-    if name == "ppo" or (name in (DMC, LINEAR) and path) or (name in agent_names() and not path):
+    if name in ("ppo", LINEAR) or (name == DMC and path) or (name in agent_names() and not path):
         return
     if name == "search":
         _search_budget(path)
@@ -93,7 +97,7 @@ def check_spec(spec: str) -> None:
     if name in agent_names() or (not path and name not in outside_names()):
         raise ValueError(
             f"unknown agent spec {spec!r}: allowed are {', '.join(agent_names())}, ppo:PATH, "
-            f"{DMC}:PATH, {LINEAR}:PATH, "
+            f"{DMC}:PATH, {LINEAR}, {LINEAR}:PATH, "
             f"search:N, search:Nms, {FORMS} (your own code), or a name from an installed "
             f"package ({', '.join(outside_names()) or 'none installed'})"
         )
@@ -134,7 +138,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == DMC or (name == "ppo" and path and model_algo(path) == DMC):
         return DMCAgent.load(path)
     if name == LINEAR or (name == "ppo" and path and model_algo(path) == LINEAR):
-        return LinearAgent.load(path)
+        return LinearAgent.load(path or BUNDLED_LINEAR)
     if name == "ppo":
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
