@@ -40,4 +40,3 @@ def test_legal_scores_are_the_masked_logits_and_pick_the_same_actions(name):
         chosen = prior_actions(agent._prior_agent, observations, masks)
         reference[np.arange(len(chosen)), chosen] += agent.prior_weight
     assert (agent.act_batch(observations, masks) == reference.argmax(1)).all()
-
