@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from odin_env.rules import Config
-from odin_lab.commands import evaluate
+from odin_lab.commands import evaluate, show
 from odin_lab.commands import play as play_command
 from odin_lab.evaluation import leaderboard, results, resume, studies
 from odin_lab.evaluation.records import config_dict
@@ -302,7 +302,7 @@ def test_an_unwritable_out_is_refused_before_any_game(argv, where, tmp_path, mon
     base = blocker if where == "under a file" else Path("/proc/odin-lab-test")
     monkeypatch.setattr(studies, "play_tournament", _never_played)
     monkeypatch.setattr(leaderboard, "play_tournament", _never_played)
-    monkeypatch.setattr(evaluate, "_watch", _never_played)
+    monkeypatch.setattr(show, "_watch", _never_played)
     args = [a.format(bad=base / "out", file=base / "game.json") for a in argv]
     assert evaluate.main(args) == 2
     said = lines_of(capsys.readouterr().err)
