@@ -9,9 +9,9 @@ import time
 
 import numpy as np
 import pytest
+from test_search import _relaid as relaid  # the same position, other hidden cards
 
 from agents.search import SearchAgent, score_candidates
-from odin_env.cards import cards_of
 from odin_env.combos import COMBO_BITS
 from odin_env.observation import observe
 from odin_env.rules import PASS, TAKE, Config, Game
@@ -36,33 +36,6 @@ def positions(players: int, games: int, every: int = 3, seed: int = 0):
                 yield copy_game(game), game.current
             k += 1
             game.apply(game.legal[rng.integers(len(game.legal))])
-
-
-def relaid(game: Game, seat: int, rng: np.random.Generator) -> Game:
-    """The same position with the cards ``seat`` has not seen dealt anew among the others (and
-    the cards set aside), each other seat keeping its known cards and hand size."""
-    n = game.config.players
-    hidden = [game.hands[s] & ~game.known[s] for s in range(n)]
-    pool = [c for s in range(n) if s != seat for c in cards_of(hidden[s])]
-    pool += cards_of(game.set_aside)
-    rng.shuffle(pool)
-    hands = []
-    for s in range(n):
-        if s == seat:
-            hands.append(cards_of(game.hands[s]))
-            continue
-        count = hidden[s].bit_count()
-        hands.append(cards_of(game.known[s]) + pool[:count])
-        pool = pool[count:]
-    table = cards_of(int(COMBO_BITS[game.table])) if game.table >= 0 else None
-    following = table is not None and not game.take_from
-    return Game.from_position(
-        game.config, hands, game.current, table=table,
-        owner=game.owner if following else None,
-        take_from=cards_of(game.take_from) if game.take_from else None,
-        passes=game.passes, discard=cards_of(game.discard),
-        known=[cards_of(k) for k in game.known], totals=game.totals,
-    )  # fmt: skip
 
 
 def test_a_hint_scores_every_legal_move_once_best_first_as_the_front_ends_write_them():
