@@ -68,6 +68,7 @@ def parse_args(argv: list[str] | None = None) -> Any:
     """The flags, checked: one line naming the problem and exit 2 on bad input."""
     from agents.registry import check_spec
     from odin_lab.training import ALGORITHMS
+    from odin_lab.training.checkpoints import CHECKPOINT
     from odin_lab.training.config import DEFAULT_ALGO
     from odin_lab.training.pool import SELF, check_kinds
 
@@ -128,9 +129,9 @@ def parse_args(argv: list[str] | None = None) -> Any:
         parser.error(
             f"--checkpoint-minutes must be a positive number; got {args.checkpoint_minutes}"
         )
-    if args.resume and not (args.out / "checkpoint.safetensors").is_file():
+    if args.resume and not (args.out / CHECKPOINT).is_file():
         parser.error(f"--resume: {args.out} holds no checkpoint of a learning curve to continue")
-    if not args.resume and (args.out / "checkpoint.safetensors").is_file():
+    if not args.resume and (args.out / CHECKPOINT).is_file():
         parser.error(f"{args.out} holds a run already: add --resume, or choose another --out")
     minutes = args.minutes
     if not all(math.isfinite(m) and m > 0 for m in minutes):
@@ -280,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     from tqdm import tqdm
 
     from odin_lab.training import ALGORITHMS
-    from odin_lab.training.checkpoints import RunState, provenance, save_checkpoint
+    from odin_lab.training.checkpoints import CHECKPOINT, RunState, provenance, save_checkpoint
     from odin_lab.training.config import config_to_json
     from odin_lab.training.learner import held_interrupts
     from odin_lab.training.run import evaluate
@@ -405,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         learner.close()
     bar.close()
-    (out / "checkpoint.safetensors").unlink()  # a finished run has nothing to resume
+    (out / CHECKPOINT).unlink()  # a finished run has nothing to resume
     print(f"results: {out / 'learning_curve.json'} (and .csv, .png)")
 
 
