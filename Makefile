@@ -87,5 +87,5 @@ docs: $(DOCS_STAMP)
 # of planner, then PPO against three planner; the model is the run's runs/net_ppo/soup.safetensors,
 # the average of its last ten checkpoints. About 3 hours on one core.
 net_4p: $(STAMP)
-	$(PY) train.py --name imit_big --imitate planner --imitate-games 10000 --imitate-epochs 6 --net-pi 512 256 --net-vf 512 256 --total-steps 0 --eval-every 0 --seed 5
-	$(PY) train.py --name net_ppo --init runs/imit_big/imitation.safetensors --net-pi 512 256 --net-vf 512 256 --opponents planner --learning-rate 1e-4 --ent-coef 0.0 --n-steps 2048 --n-envs 4 --batch-size 1024 --total-steps 30000000 --eval-every 2000000 --eval-deals 100 --eval-opponents planner --checkpoint-every 1000000 --soup 10 --seed 7
+	$(PY) train.py --algo ppo --name imit_big --imitate planner --imitate-games 10000 --imitate-epochs 6 --net-pi 512 256 --net-vf 512 256 --total-steps 0 --eval-every 0 --seed 5
+	$(PY) train.py --algo ppo --name net_ppo --init runs/imit_big/imitation.safetensors --net-pi 512 256 --net-vf 512 256 --opponents planner --learning-rate 1e-4 --ent-coef 0.0 --n-steps 2048 --n-envs 4 --batch-size 1024 --total-steps 30000000 --eval-every 2000000 --eval-deals 100 --eval-opponents planner --checkpoint-every 1000000 --soup 10 --seed 7

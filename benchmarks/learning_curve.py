@@ -1,5 +1,5 @@
 """A from-scratch learning benchmark: the win rate an agent of one of the lab's algorithms
-(``--algo``, default PPO) reaches after fixed amounts of training wall-clock time, against
+(``--algo``, default DMC) reaches after fixed amounts of training wall-clock time, against
 3 x greedy and 3 x planner (4 players).
 
 A new learner is trained with the algorithm's default settings (changed with ``--set NAME=VALUE``,

@@ -149,7 +149,7 @@ def main() -> None:
     settings = []  # the figures, for --json
 
     with tempfile.TemporaryDirectory() as runs:
-        config = make_config(runs_dir=runs, opponents=[args.opponent])
+        config = make_config("ppo", runs_dir=runs, opponents=[args.opponent])
         ppo = config.algo_config
         th.set_num_threads(config.torch_threads)
         print(

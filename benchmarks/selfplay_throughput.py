@@ -102,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as runs:
-        config = make_config(runs_dir=runs, opponents=[args.opponent])
+        config = make_config("ppo", runs_dir=runs, opponents=[args.opponent])
         th.set_num_threads(config.torch_threads)
         ours, share, size = self_play(config, args.batch, args.rollouts)
         ref = single_seat(config, args.opponent, args.n_envs, args.rollouts)

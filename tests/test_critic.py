@@ -49,7 +49,7 @@ def test_the_hidden_state_is_the_rest_of_the_deck_as_the_acting_seat_cannot_see_
 
 def full_critic_model():
     th.manual_seed(0)
-    config = make_config(critic="full", net_pi=[32], net_vf=[32], n_envs=1, n_steps=64)
+    config = make_config("ppo", critic="full", net_pi=[32], net_vf=[32], n_envs=1, n_steps=64)
     return build_model(config)
 
 
@@ -76,7 +76,7 @@ def test_only_the_value_reads_the_hidden_state():
 
 def test_a_full_critic_run_trains_and_its_player_reads_the_observation_alone(tmp_path):
     config = make_config(
-        name="full", runs_dir=str(tmp_path), critic="full", opponents=["greedy"],
+        "ppo", name="full", runs_dir=str(tmp_path), critic="full", opponents=["greedy"],
         selfplay_batch=8, n_envs=2, n_steps=32, batch_size=64, n_epochs=1, net_pi=[32],
         net_vf=[32], total_steps=128, eval_every=64, eval_deals=1, eval_opponents=["random"],
         checkpoint_every=64, seed=2,
@@ -93,6 +93,6 @@ def test_a_full_critic_run_trains_and_its_player_reads_the_observation_alone(tmp
 
 def test_imitation_with_the_full_critic_is_refused_with_its_reason():
     with pytest.raises(ValueError, match="imitate reads recorded games"):
-        make_config(critic="full", imitate="greedy").check()
+        make_config("ppo", critic="full", imitate="greedy").check()
     with pytest.raises(ValueError, match="critic must be one of observation, full"):
-        make_config(critic="perfect").check()
+        make_config("ppo", critic="perfect").check()

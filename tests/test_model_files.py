@@ -26,9 +26,9 @@ from odin_lab.training.config import dumps
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parent / "data" / "ppo_4p_reference.npz"
 TINY = [
-    "--selfplay-batch", "8", "--n-envs", "1", "--n-steps", "32", "--batch-size", "32",
-    "--n-epochs", "1", "--net-pi", "16", "--net-vf", "16", "--opponents", "random",
-    "--total-steps", "32", "--eval-every", "0",
+    "--algo", "ppo", "--selfplay-batch", "8", "--n-envs", "1", "--n-steps", "32",
+    "--batch-size", "32", "--n-epochs", "1", "--net-pi", "16", "--net-vf", "16",
+    "--opponents", "random", "--total-steps", "32", "--eval-every", "0",
 ]  # fmt: skip
 
 
@@ -133,7 +133,8 @@ def test_train_resume_refuses_a_doctored_checkpoint(evil, tmp_path, name):
     path, marker = evil
     run_dir = tmp_path / "runs" / "r"
     run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(dumps(make_config(runs_dir=str(tmp_path), name="r")))
+    config = make_config("ppo", runs_dir=str(tmp_path), name="r")
+    (run_dir / "config.json").write_text(dumps(config))
     (run_dir / name).write_bytes(path.read_bytes())
     done = run("train.py", "--resume", run_dir)
     one_line_exit_2(done, "cannot resume", "unpickle")
@@ -195,7 +196,7 @@ def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path)
     from odin_lab.training.model import build_model
     from odin_lab.training.policy import snapshot
 
-    config = make_config(prior="greedy", net_pi=[16], net_vf=[8], runs_dir=str(tmp_path))
+    config = make_config("ppo", prior="greedy", net_pi=[16], net_vf=[8], runs_dir=str(tmp_path))
     model = build_model(config)
     model.save(tmp_path / "sb3.zip")
     runs = tmp_path / "runs"

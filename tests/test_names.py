@@ -27,6 +27,10 @@ def test_a_file_shows_as_its_stem_and_a_clash_adds_folders_until_the_names_diffe
     assert short_names(["ppo:runs/a/best.safetensors", "ppo:runs/b/best.safetensors"]) == [
         "a/best", "b/best"
     ]  # fmt: skip
+    # Every kind of model file: a DMC run's and a linear player's as a PPO run's.
+    assert short_names(["dmc:runs/d/best.safetensors", "linear:runs/l/fit.safetensors"]) == [
+        "best", "fit"
+    ]  # fmt: skip
     # One folder is not enough for these two; the second has no more, so it shows whole.
     deep = ["ppo:y/x/m.safetensors", "ppo:x/m.safetensors", "ppo:/abs/z.safetensors"]
     assert short_names(deep) == ["y/x/m", "ppo:x/m.safetensors", "z"]

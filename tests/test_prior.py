@@ -111,7 +111,7 @@ def test_the_bonus_is_a_learned_logit_on_the_prior_action_in_every_code_path():
 
 
 def test_collection_stores_the_prior_action_beside_the_learner_observation():
-    config = make_config(prior="planner", net_pi=[16], net_vf=[16], n_envs=1, n_steps=64)
+    config = make_config("ppo", prior="planner", net_pi=[16], net_vf=[16], n_envs=1, n_steps=64)
     model = build_model(config)
     assert model.observation_space.shape == (OBS_SIZE + 1,)
     collector = SelfPlayCollector(model, BatchedGames(Config(players=4), 8, 0))
@@ -123,7 +123,7 @@ def test_collection_stores_the_prior_action_beside_the_learner_observation():
 
 
 def test_a_saved_prior_model_loads_with_its_prior_and_plays_the_same(tmp_path):
-    config = make_config(prior="planner", net_pi=[16], net_vf=[16])
+    config = make_config("ppo", prior="planner", net_pi=[16], net_vf=[16])
     model = build_model(config)
     with th.no_grad():
         model.policy.prior_weight.fill_(0.7)
@@ -141,7 +141,7 @@ def test_a_saved_prior_model_loads_with_its_prior_and_plays_the_same(tmp_path):
 @pytest.mark.parametrize("prior", ["random", "ppo", "grandmaster"])
 def test_a_prior_must_be_a_heuristic(prior):
     with pytest.raises(ValueError, match="prior must be one of greedy, shaper, planner"):
-        make_config(prior=prior).check()
+        make_config("ppo", prior=prior).check()
 
 
 def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_path):
@@ -150,7 +150,7 @@ def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_pa
 
     paths = []
     for seed, weight in ((0, 1.0), (1, 3.0)):
-        config = make_config(prior="planner", net_pi=[16], net_vf=[16], seed=seed)
+        config = make_config("ppo", prior="planner", net_pi=[16], net_vf=[16], seed=seed)
         model = build_model(config)
         with th.no_grad():
             model.policy.prior_weight.fill_(weight)
@@ -162,7 +162,7 @@ def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_pa
     for key, value in soup.items():
         assert np.allclose(value, (states[0][key] + states[1][key]) / 2)
     assert PPOAgent.load(out).prior_weight == pytest.approx(2.0)
-    other = make_config(net_pi=[16], net_vf=[16])
+    other = make_config("ppo", net_pi=[16], net_vf=[16])
     unlike = build_model(other)
     write_policy(unlike, tmp_path / "x.safetensors")
     with pytest.raises(ValueError, match="different architectures or priors"):

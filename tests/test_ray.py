@@ -5,6 +5,7 @@ resumes and is reproducible. Without Ray, ``--ray`` is one line saying how to in
 
 from __future__ import annotations
 
+import _thread
 import json
 import logging
 import os
@@ -128,11 +129,13 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
             raise KeyboardInterrupt
 
     def press_ctrl_c() -> None:
-        # No timeout that fires anyway: a signal sent after the handler is restored would stop
-        # the pytest worker itself.
+        # SIGINT as Python receives it (its handler runs in the main thread), without an OS
+        # signal to a process that Ray's threads share: one sent there once ended the pytest
+        # worker. No timeout that fires anyway: after the handler is restored it would stop the
+        # test session.
         while not finished.is_set():
             if first_in.wait(0.05):
-                os.kill(os.getpid(), signal.SIGINT)
+                _thread.interrupt_main(signal.SIGINT)
                 return
 
     previous = signal.signal(signal.SIGINT, interrupt)
@@ -159,7 +162,7 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
 
 def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
     return make_config(
-        name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
+        "ppo", name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
         ray="local", actors=2, selfplay_batch=16, n_steps=64, n_envs=1, batch_size=64,
         n_epochs=1, total_steps=total, eval_every=0, snapshot_every=128,
         checkpoint_every=10**6, net_pi=[32], net_vf=[32], seed=7,
@@ -232,7 +235,7 @@ def test_actors_without_ray_and_the_bare_ray_flag():
 
 
 EVALUATE = ["evaluate.py", "tournament", "--agents", "random", "random", "--games", "4"]
-TRAIN = ["train.py", "--name", "r", "--actors", "2", "--total-steps", "10"]
+TRAIN = ["train.py", "--algo", "ppo", "--name", "r", "--actors", "2", "--total-steps", "10"]
 
 
 @pytest.mark.parametrize(

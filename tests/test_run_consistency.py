@@ -21,11 +21,11 @@ from odin_lab.training.checkpoints import checkpoint_step, read_run
 ROOT = Path(__file__).resolve().parents[1]
 ROLLOUT = 64  # n_envs x n_steps below: the least an update trains on
 BATCHED = [
-    "--opponents", "learner", "--selfplay-batch", "8", "--n-envs", "2",
+    "--algo", "ppo", "--opponents", "learner", "--selfplay-batch", "8", "--n-envs", "2",
     "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1", "--net-pi", "32",
     "--net-vf", "32", "--eval-deals", "1", "--eval-opponents", "random",
 ]  # fmt: skip
-TINY = ["--opponents", "random", *BATCHED[2:]]  # the learner in one seat against random
+TINY = ["--algo", "ppo", "--opponents", "random", *BATCHED[4:]]  # the learner against random
 MOST_PER_UPDATE = 64 + 8 * 4
 
 

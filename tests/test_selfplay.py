@@ -25,6 +25,7 @@ def tiny_model(players: int = 4, seed: int = 0):
     """The real training's model (``build_model``), with small layers and minibatches."""
     th.set_num_threads(1)
     config = make_config(
+        "ppo",
         game=Config(players=players),
         n_envs=1,
         n_steps=64,

@@ -30,15 +30,17 @@ from odin_lab.training.ppo import read_snapshots
 ROOT = Path(__file__).resolve().parents[1]
 # Batched self-play: 8 games in lockstep, 64 decisions per update (8 per game).
 BATCHED = [
-    "--opponents", "learner", "--selfplay-batch", "8", "--n-envs", "2",
+    "--algo", "ppo", "--opponents", "learner", "--selfplay-batch", "8", "--n-envs", "2",
     "--n-steps", "32", "--batch-size", "64", "--n-epochs", "1", "--net-pi", "32",
     "--net-vf", "32", "--checkpoint-every", "64", "--eval-every", "128", "--eval-deals", "1",
     "--eval-opponents", "random",
 ]  # fmt: skip
 # The same with the learner in one seat against a pool that includes its snapshots.
-BATCHED_POOL = ["--opponents", "greedy", "self", "--snapshot-every", "64", *BATCHED[2:]]
+BATCHED_POOL = [
+    "--algo", "ppo", "--opponents", "greedy", "self", "--snapshot-every", "64", *BATCHED[4:]
+]  # fmt: skip
 # Small enough to finish in seconds: the learner against random and its own snapshots.
-TINY = ["--opponents", "random", "self", "--snapshot-every", "64", *BATCHED[2:]]
+TINY = ["--algo", "ppo", "--opponents", "random", "self", "--snapshot-every", "64", *BATCHED[4:]]
 # An update trains at most what it collected (64) plus the decisions carried in from the
 # previous rollout (at most one open decision per game and seat: 8 x 4).
 MOST_PER_UPDATE = 64 + 8 * 4
@@ -155,14 +157,17 @@ def test_resume_of_a_directory_without_a_run_is_refused(tmp_path):
 @pytest.mark.parametrize("engine", [TINY, BATCHED], ids=["pool", "selfplay"])
 def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path, engine):
     args = ["--runs-dir", str(tmp_path), "--name", "stop", "--total-steps", "10000000", *engine]
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "train.py"), *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # Ctrl-C reaches the whole group, as at a terminal
-    )
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    with out.open("w") as stdout_file, err.open("w") as stderr_file:
+        proc = subprocess.Popen(
+            # -X faulthandler: a process that does not end is asked for its threads' stacks
+            [sys.executable, "-X", "faulthandler", str(ROOT / "train.py"), *args],
+            cwd=ROOT,
+            stdout=stdout_file,
+            stderr=stderr_file,
+            text=True,
+            start_new_session=True,  # Ctrl-C reaches the whole group, as at a terminal
+        )
     checkpoint = tmp_path / "stop" / "checkpoint.safetensors"
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and time.monotonic() < deadline:
@@ -170,7 +175,13 @@ def test_ctrl_c_saves_a_checkpoint_before_exiting(tmp_path, engine):
     first = checkpoint_step(checkpoint)
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # the stacks of every thread, on stderr
+        proc.wait(timeout=30)
+        pytest.fail(f"still running 120 s after Ctrl-C:\n{err.read_text()[-6000:]}")
+    stdout, stderr = out.read_text(), err.read_text()
     assert proc.returncode == 130, stderr[-2000:]
     # The checkpoint on disk is the one Ctrl-C saved, at the step it reports (timing-independent:
     # under load no update may have run since the first checkpoint).
@@ -189,7 +200,7 @@ def test_ctrl_c_in_the_middle_of_an_update_saves_the_whole_update(tmp_path, monk
 
     def config(name: str, total: int) -> TrainConfig:
         return make_config(
-            name=name, runs_dir=str(tmp_path), game=Config(players=4), opponents=["learner"],
+            "ppo", name=name, runs_dir=str(tmp_path), game=Config(players=4), opponents=["learner"],
             selfplay_batch=8, n_envs=2, n_steps=32, batch_size=16, n_epochs=1,
             total_steps=total, eval_every=0, checkpoint_every=10**6, net_pi=[32], net_vf=[32],
             seed=3,
@@ -363,7 +374,8 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
     ],
 )
 def test_bad_engine_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = run_train("--runs-dir", str(tmp_path), "--name", "bad", *args, timeout=120)
+    flags = ["--algo", "ppo", "--runs-dir", str(tmp_path), "--name", "bad", *args]
+    done = run_train(*flags, timeout=120)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and all(word in lines[0] for word in named), done.stderr
@@ -529,7 +541,7 @@ def test_imitation_warm_start_learns_the_teachers_choices(tmp_path):
     from odin_lab.training.model import build_model
 
     config = make_config(
-        runs_dir=str(tmp_path), n_envs=1, net_pi=[64], net_vf=[32], imitate="greedy",
+        "ppo", runs_dir=str(tmp_path), n_envs=1, net_pi=[64], net_vf=[32], imitate="greedy",
         imitate_games=30, imitate_epochs=10, batch_size=256, learning_rate=3e-3,
     )  # fmt: skip
     model = build_model(config)
@@ -559,7 +571,7 @@ def test_self_play_update_with_one_decision_left_over_keeps_the_weights_finite()
 
     th.set_num_threads(1)
     th.manual_seed(0)
-    config = make_config(n_envs=1, n_steps=64, n_epochs=1, net_pi=[32], net_vf=[32])
+    config = make_config("ppo", n_envs=1, n_steps=64, n_epochs=1, net_pi=[32], net_vf=[32])
     model = build_model(config)
     rollout = SelfPlayCollector(model, BatchedGames(Config(), 8, seed=0)).collect(8 * 16)
     n = len(rollout)

@@ -31,7 +31,7 @@ FIGURES = (
 def lab_model(prior: str | None = None, seed: int = 0):
     th.set_num_threads(1)
     config = make_config(
-        n_envs=1, n_steps=64, batch_size=96, n_epochs=3, net_pi=[32], net_vf=[24],
+        "ppo", n_envs=1, n_steps=64, batch_size=96, n_epochs=3, net_pi=[32], net_vf=[24],
         prior=prior, seed=seed,
     )  # fmt: skip
     return build_model(config)

@@ -51,7 +51,7 @@ def reference_config(runs: Path, name: str = "ref"):
     """The seeded run of the reference: imitation, a pool with snapshots, evaluations,
     checkpoints and a soup."""
     return make_config(
-        name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
+        "ppo", name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
         selfplay_batch=8, n_envs=2, n_steps=32, batch_size=64, n_epochs=2, net_pi=[32],
         net_vf=[32], snapshot_every=64, checkpoint_every=64, eval_every=128, eval_deals=1,
         eval_opponents=["random"], imitate="greedy", imitate_games=2, imitate_epochs=1,
@@ -183,9 +183,9 @@ def test_a_diverged_step_stops_the_run_with_one_line_and_keeps_the_last_checkpoi
         return {**figures, "train/loss": float("nan")} if len(steps) == 3 else figures
 
     config = make_config(
-        name="nan", runs_dir=str(tmp_path), opponents=["learner"], selfplay_batch=8, n_envs=2,
-        n_steps=32, batch_size=64, n_epochs=1, net_pi=[16], net_vf=[16], total_steps=10**6,
-        checkpoint_every=1, eval_every=0,
+        "ppo", name="nan", runs_dir=str(tmp_path), opponents=["learner"], selfplay_batch=8,
+        n_envs=2, n_steps=32, batch_size=64, n_epochs=1, net_pi=[16], net_vf=[16],
+        total_steps=10**6, checkpoint_every=1, eval_every=0,
     )  # fmt: skip
     monkeypatch.setattr(PPOLearner, "train_step", poisoned)
     with pytest.raises(TrainingError, match="diverged at step") as stop:

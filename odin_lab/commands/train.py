@@ -1,18 +1,18 @@
 """Train an agent for Odin with one of the lab's algorithms (``odin_lab.training``).
 
     python train.py --name greedy1 --opponents greedy --total-steps 2000000
-    python train.py --algo ppo --help          # the flags of one algorithm
+    python train.py --algo ppo --help          # the flags of one algorithm (default: dmc)
     python train.py --name pool1 --init runs/greedy1/best.safetensors --opponents greedy self
     python train.py --resume runs/pool1 [--total-steps 6000000]
     python train.py --name soup --average runs/a/best.safetensors runs/b/best.safetensors
     python train.py --import-sb3-zip old.zip --name old   # trusted files only: it unpickles
     python train.py --name self1 --opponents learner --total-steps 5000000
-    python train.py --name big --ray HOST:6379 --actors 15   # rollouts on a Ray cluster
+    python train.py --algo ppo --name big --ray HOST:6379 --actors 15   # PPO's rollouts on Ray
     tensorboard --logdir runs
 
 Every flag is a field of ``odin_env.rules.Config`` (the game), ``odin_lab.training.TrainConfig``
-(the run) or the algorithm's settings (``--algo``, default ppo), with the same name. The trained
-model plays as ``ppo:runs/NAME/best.safetensors`` (``KIND:PATH``, the algorithm's kind) in
+(the run) or the algorithm's settings (``--algo``, default dmc), with the same name. The trained
+model plays as ``dmc:runs/NAME/best.safetensors`` (``KIND:PATH``, the algorithm's kind) in
 ``evaluate.py``. Model files and checkpoints are safetensors + JSON (docs/model-format.md):
 reading them never unpickles. Ctrl-C (or SIGTERM) saves a checkpoint first.
 Exit codes: 0 done, 2 a bad setting or an unusable run/checkpoint, 130 interrupted.

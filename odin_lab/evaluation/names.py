@@ -1,10 +1,11 @@
 """Agents' display names: how every text table, CSV, figure and told game names an agent.
 
-A spec that names a file shows as the file's stem: ``ppo:runs/a/best.safetensors`` as ``best``,
-``path/to/my_agent.py:Bot`` as ``my_agent:Bot``. When two different specs would show the same,
-each gets its parent folders, one at a time, until they differ (``a/best``, ``b/best``), and at
-the end the whole spec. Every other spec shows whole. In a tournament's agent list a repeated
-spec is one more agent: :func:`labels` numbers its repeats ``#2``, ``#3``.
+A spec that names a file shows as the file's stem: ``ppo:runs/a/best.safetensors`` as ``best``
+(a ``dmc:`` or ``linear:`` model file too), ``path/to/my_agent.py:Bot`` as ``my_agent:Bot``.
+When two different specs would show the same, each gets its parent folders, one at a time, until
+they differ (``a/best``, ``b/best``), and at the end the whole spec. Every other spec shows
+whole. In a tournament's agent list a repeated spec is one more agent: :func:`labels` numbers
+its repeats ``#2``, ``#3``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import PurePath
 
+from agents.dmc import ALGO as DMC
+from agents.linear import ALGO as LINEAR
 from agents.outside import is_file_spec
+
+MODEL_KINDS = ("ppo", DMC, LINEAR)
+"""Spec kinds whose rest is a model file's path (``KIND:PATH``)."""
 
 
 def _candidates(spec: str) -> list[str]:
     """The names ``spec`` may show as, shortest first; the last is the spec itself."""
     kind, _, rest = spec.partition(":")
-    if kind == "ppo" and rest:
+    if kind in MODEL_KINDS and rest:
         path, attribute = PurePath(rest), ""
     elif ":" in spec and is_file_spec(spec):
         where, _, name = spec.rpartition(":")

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from openskill.models import PlackettLuce
-from scipy import stats
 
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.tournament import GameRecord
@@ -43,6 +42,8 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, 
     x = np.asarray(values, dtype=float)
     if x.size < 2:
         raise ValueError(f"an interval of a mean needs 2+ values; got {x.size}")
+    from scipy import stats  # here: scipy takes 0.7 s to import, and most commands never ask
+
     mean = float(x.mean())
     half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
     return mean, mean - half, mean + half
@@ -136,6 +137,8 @@ def no_seat_effect(wins: Sequence[float]) -> dict:
     observed = np.asarray(wins, dtype=float)
     if observed.size < 2 or observed.sum() <= 0:
         raise ValueError("the seat-effect test needs 2+ seats and at least one game")
+    from scipy import stats
+
     result = stats.chisquare(observed)
     return {
         "chi2": float(result.statistic),

@@ -60,8 +60,9 @@ def make_config(
     algo: str = DEFAULT_ALGO, game: Config | None = None, **settings: Any
 ) -> TrainConfig:
     """A run's settings from flat keywords, as the flags name them: the run's own and the
-    algorithm's (``make_config(n_steps=64, opponents=["greedy"])``); ``TypeError`` naming an
-    unknown one."""
+    algorithm's (``make_config("ppo", n_steps=64, opponents=["greedy"])``); ``TypeError``
+    naming an unknown one. The run's ``name`` defaults to the algorithm's."""
+    settings.setdefault("name", algo)
     section = algorithm(algo).settings
     mine = {f.name for f in fields(section)}
     unknown = sorted(set(settings) - mine - set(run_fields()))

@@ -164,22 +164,27 @@ class _Services:
                 f"the last checkpoint, step {self.saved:,}, is intact; start a new run from it "
                 "(--init) with a lower learning rate, or change the settings"
             )
-        self.progress.advance(done)
-        rate = self.progress.rate()
-        self.log.write({**figures, "charts/steps_per_s": rate}, steps)
-        if SELF in config.opponents and steps - learner.last_snapshot >= config.snapshot_every:
-            learner.snapshot()
+        # Ctrl-C is held through the bookkeeping (the bar's and TensorBoard's locks and
+        # threads, a checkpoint): it takes effect at the next clean point, at the latest when
+        # an evaluation's games start; only the games themselves are cut short.
+        with held_interrupts():
+            self.progress.advance(done)
+            rate = self.progress.rate()
+            self.log.write({**figures, "charts/steps_per_s": rate}, steps)
+            if SELF in config.opponents and steps - learner.last_snapshot >= config.snapshot_every:
+                learner.snapshot()
         final = steps >= config.total_steps
         if config.eval_every and steps - self.last_eval >= config.eval_every and not final:
             self.last_eval = steps
             self.evaluation()
-        # A new best model is covered by a checkpoint at once, so the best model on record is
-        # never of a step that a resume would not reach (but for a kill in between).
-        if self.best_step == steps or steps - self.last_checkpoint >= config.checkpoint_every:
-            self.last_checkpoint = steps
-            self.checkpoint()
-            self.keep()
-        self.progress.show(rate, f"eval {self.latest_eval}")
+        with held_interrupts():
+            # A new best model is covered by a checkpoint at once, so the best model on record
+            # is never of a step that a resume would not reach (but for a kill in between).
+            if self.best_step == steps or steps - self.last_checkpoint >= config.checkpoint_every:
+                self.last_checkpoint = steps
+                self.checkpoint()
+                self.keep()
+            self.progress.show(rate, f"eval {self.latest_eval}")
 
     def checkpoint(self) -> Path:
         learner = self.learner
@@ -213,19 +218,20 @@ class _Services:
             entry[opponent] = result
             for key in ("win_rate", "mean_penalty"):
                 figures[f"eval/{opponent}/{key}"] = result[key]
-        score = float(np.mean([entry[o]["win_rate"] for o in config.eval_opponents]))
-        entry["score"] = score
-        self.state.evaluations.append(entry)
-        if score > self.state.best_score:
-            self.state.best_score = score
-            os.replace(current, run_dir / BEST)
-            write_best_record(run_dir, score, steps)
-            self.best_step = steps
-        else:
-            current.unlink(missing_ok=True)
-        write_evaluations(run_dir, self.state.evaluations)
-        self.log.write(figures, steps)
-        self.latest_eval = _eval_text(entry)
+        with held_interrupts():  # the files of one evaluation change together
+            score = float(np.mean([entry[o]["win_rate"] for o in config.eval_opponents]))
+            entry["score"] = score
+            self.state.evaluations.append(entry)
+            if score > self.state.best_score:
+                self.state.best_score = score
+                os.replace(current, run_dir / BEST)
+                write_best_record(run_dir, score, steps)
+                self.best_step = steps
+            else:
+                current.unlink(missing_ok=True)
+            write_evaluations(run_dir, self.state.evaluations)
+            self.log.write(figures, steps)
+            self.latest_eval = _eval_text(entry)
         return entry
 
     def close(self) -> None:
