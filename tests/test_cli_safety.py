@@ -59,7 +59,7 @@ def test_abbreviated_flags_are_refused(args):
 
 def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_files(tmp_path):
     common = ["tournament", "--agents", "random", "random", "random", "random", "--games",
-              "400", "--engine", "single", "--workers", "2", "--seed", "5"]  # fmt: skip
+              "800", "--engine", "single", "--workers", "2", "--seed", "5"]  # fmt: skip
     part = tmp_path / "part"
     proc = subprocess.Popen(
         [sys.executable, "evaluate.py", *common, "--out", str(part)],
@@ -74,8 +74,8 @@ def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_file
         if not char:
             pytest.fail(f"the tournament finished before Ctrl-C: {shown[-200:]!r}")
         shown += char
-        counts = [int(n) for n in re.findall(r"(\d+)/400", shown)]
-        if counts and 20 <= counts[-1] < 300:
+        counts = [int(n) for n in re.findall(r"(\d+)/800", shown)]
+        if counts and 40 <= counts[-1] < 700:
             break
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -84,7 +84,7 @@ def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_file
     saved = json.loads((part / "tournament.json").read_text())
     assert saved["partial"] is True
     games = len(saved["game_records"])
-    assert 0 < games < 400 and games % 4 == 0
+    assert 0 < games < 800 and games % 4 == 0
     assert [r["deal"] for r in saved["game_records"]][::4] == list(range(games // 4))
 
     done = run("evaluate.py", *common, "--out", str(part), "--resume")
