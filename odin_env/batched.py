@@ -104,21 +104,24 @@ class BatchStep(NamedTuple):
 _announced = False
 
 
-def announce_compilation() -> None:
+def announce_compilation() -> bool:
     """Say so on stderr, once per process, when the kernels are about to be compiled (numba
     keeps no cache of them yet): a silent 20-60 s pause looks like a hang. ``BatchedGames``
-    calls it; a caller that draws a progress bar calls it first, so the line comes before it."""
+    calls it; a caller that draws a progress bar calls it first, so the line comes before it.
+    Returns whether it said so (the first call of a process, on a cold cache)."""
     global _announced
     if _announced:
-        return
+        return False
     _announced = True
     cache = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(k.__file__).parent / "__pycache__")
-    if not any(cache.rglob(f"{Path(k.__file__).stem}.*.nbi")):
-        print(
-            "odin_env: compiling the batched engine (numba, first use only: 20-60 s, then cached)",
-            file=sys.stderr,
-            flush=True,
-        )
+    if any(cache.rglob(f"{Path(k.__file__).stem}.*.nbi")):
+        return False
+    print(
+        "odin_env: compiling the batched engine (numba, first use only: 20-60 s, then cached)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return True
 
 
 def game_seeds(seed: int | None, batch: int) -> list[int]:

@@ -184,3 +184,41 @@ def test_batch_size_changes_between_calls_give_the_same_rows():
     for rows in (slice(0, 5), slice(0, 16), slice(3, 16), slice(10, 12)):
         part = agent.act_batch(engine.obs[rows], engine.mask[rows])
         np.testing.assert_array_equal(part, full[rows])
+
+
+WARM_CHECK = """
+from numba import typeof
+
+from agents.batched_planner import planner_kernel
+from agents.batched_shaper import shaper_kernel
+from agents.registry import make_batch_agent
+from agents.warm import warm_kernels
+from odin_env.batched import BatchedGames
+from odin_env.rules import Config
+
+warm_kernels(["planner", "shaper", "greedy", "random", "ppo"])
+engine = BatchedGames(Config(players=4), batch=2, seed=0)
+for kernel, spec in ((planner_kernel, "planner"), (shaper_kernel, "shaper")):
+    called = (typeof(engine.obs), typeof(engine.mask))
+    assert any(tuple(sig[:2]) == called for sig in kernel.signatures), kernel.signatures
+    before = len(kernel.signatures)
+    make_batch_agent(spec).act_batch(engine.obs, engine.mask)
+    assert len(kernel.signatures) == before, kernel.signatures
+print("ok")
+"""
+
+
+def test_the_warm_up_compiles_each_kernel_for_the_engines_arrays():
+    """``agents.warm.warm_kernels`` compiles a heuristic's kernel on zero rows ahead of play (in
+    a second process, beside the engine's compile); only the specialization the engine's own
+    arrays call is of any use, so the first real call must find it and add no other. In a
+    process of its own: no kernel has been called there before."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_CHECK], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

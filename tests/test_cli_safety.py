@@ -119,11 +119,13 @@ def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monk
 
 
 def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
-    # A cold numba cache, as in a fresh clone: this process compiles the kernels while playing
-    # the first part, and the two workers load them (each used to compile and announce them).
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    # A cold numba cache, as in a fresh clone: this process compiles the engine's kernels while
+    # a process beside it compiles planner's (agents.warm), and the two workers load them all
+    # (each used to compile and announce them).
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     done = subprocess.run(
-        [sys.executable, "evaluate.py", "tournament", "--agents", "random", "random",
+        [sys.executable, "evaluate.py", "tournament", "--agents", "planner", "random",
          "--games", "300", "--workers", "2", "--out", str(tmp_path / "t")],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
@@ -131,3 +133,5 @@ def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
     assert done.stderr.count("compiling the batched engine") == 1, done.stderr
     # The line comes before the progress bar, not inside it.
     assert done.stderr.startswith("odin_env: compiling the batched engine"), done.stderr[:200]
+    for kernels in ("_batched_kernels", "batched_planner"):
+        assert any(cache.rglob(f"{kernels}.*.nbi")), f"{kernels} not in the cache"

@@ -43,6 +43,7 @@ from agents.registry import (
     make,
     make_batch_agent,
 )
+from agents.warm import compile_side_by_side
 from odin_env.batched import BatchedGames, announce_compilation
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
@@ -447,7 +448,8 @@ def play_tournament(
     if batched:
         # Game g is deal g // rotations, rotation g % rotations.
         chunks = batched_parts(start * rotations, deals * rotations, job.batch, max(16, spread))
-        announce_compilation()  # before the progress bar, not in its line
+        if announce_compilation():  # before the progress bar, not in its line
+            compile_side_by_side(config, specs)  # the engine here, the agents' kernels aside
     else:
         chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
     bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
