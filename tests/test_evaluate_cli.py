@@ -89,3 +89,19 @@ def test_showcase_provenance_holds_the_hash_of_the_bundled_model_it_played(tmp_p
     assert "ppo" in played["agents_specs"]  # the bundled ppo
     models = json.loads((tmp_path / "out" / "provenance.json").read_text())["models_sha256"]
     assert models[f"ppo/{BUNDLED_MODEL.name}"] == sha256(BUNDLED_MODEL)
+
+
+def test_provenance_hashes_every_kind_of_model_file_it_plays(tmp_path):
+    """A DMC or linear model file, and the bundled linear player, are recorded by sha256 as PPO
+    files are; a spec that plays no file adds nothing."""
+    from agents.linear import BUNDLED_LINEAR
+    from odin_lab.evaluation.provenance import model_files, sha256
+
+    dmc = tmp_path / "q.safetensors"
+    dmc.write_bytes(b"any bytes: the hash is of the file, not of what it holds")
+    specs = [f"dmc:{dmc}", f"linear:{BUNDLED_LINEAR}", "linear", "greedy", "search:8"]
+    assert model_files(specs) == {
+        f"dmc:{dmc}": sha256(dmc),
+        f"linear:{BUNDLED_LINEAR}": sha256(BUNDLED_LINEAR),
+        f"linear/{BUNDLED_LINEAR.name}": sha256(BUNDLED_LINEAR),
+    }

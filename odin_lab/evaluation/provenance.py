@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+from agents.linear import BUNDLED_LINEAR
 from agents.ppo import bundled_models
+from odin_lab.evaluation.names import MODEL_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,17 +49,20 @@ def sha256(path: Path) -> str:
 
 
 def model_files(specs: Sequence[str]) -> dict[str, str]:
-    """The sha256 of each model file the specs play: ``ppo:PATH`` by its spec, the bundled
-    models of ``ppo`` as ``ppo/FILE``."""
+    """The sha256 of each model file the specs play: ``ppo:PATH``, ``dmc:PATH`` and
+    ``linear:PATH`` by their spec, the bundled models of ``ppo`` and ``linear`` as
+    ``ppo/FILE`` and ``linear/FILE``."""
     files = {}
     for spec in dict.fromkeys(specs):
         name, _, path = spec.partition(":")
-        if name == "ppo" and path:
+        if name in MODEL_KINDS and path:
             if Path(path).is_file():
                 files[spec] = sha256(Path(path))
-        elif name == "ppo":
+        elif spec == "ppo":
             for model in bundled_models().values():
                 files[f"ppo/{model.name}"] = sha256(model)
+        elif spec == "linear":
+            files[f"linear/{BUNDLED_LINEAR.name}"] = sha256(BUNDLED_LINEAR)
     return files
 
 
