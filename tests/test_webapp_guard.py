@@ -215,9 +215,9 @@ def test_an_oversized_records_file_is_listed_with_the_limit_and_not_replayed(
 # -- replays: bounded frames and bytes ---------------------------------------------------------
 
 
-def long_game_file(folder: Path) -> tuple[GameRecord, int]:
-    """A 2-player game of random players to threshold 300 (about 7,700 decisions)."""
-    config = Config(players=2, threshold=300)
+def long_game_file(folder: Path, threshold: int = 300) -> tuple[GameRecord, int]:
+    """A 2-player game of random players to ``threshold`` (300: about 7,700 decisions)."""
+    config = Config(players=2, threshold=threshold)
     (record,) = play_deals([make("random", seed=5), make("random", seed=6)], config, 1, 7,
                            rotate=False, engine="single")  # fmt: skip
     write_records(folder / "long.json", config, ["random", "random"], [record])
@@ -225,8 +225,9 @@ def long_game_file(folder: Path) -> tuple[GameRecord, int]:
 
 
 def test_a_replay_over_the_frame_limit_is_refused(client, tmp_path, monkeypatch):
-    record, actions = long_game_file(tmp_path / "records")
-    frames = sum(1 for _ in iter_steps(record, Config(players=2, threshold=300)))
+    # The limits are set from this game's length: a game of a few hundred decisions will do.
+    record, actions = long_game_file(tmp_path / "records", threshold=40)
+    frames = sum(1 for _ in iter_steps(record, Config(players=2, threshold=40)))
     query = {"file": "records/long.json", "game": "0", "seat": "all"}
     # More actions than frames allowed: refused from the record's length, before any replay.
     monkeypatch.setattr(replays, "MAX_FRAMES", actions)

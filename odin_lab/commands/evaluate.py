@@ -214,8 +214,13 @@ def exploit(args: argparse.Namespace, prog: str) -> int:
         settings.check()
     except ValueError as e:
         return cli.fail(prog, e)
+    from odin_lab.evaluation.results import stop_once
+
     try:
-        report = probe(settings, args.out, progress=not args.no_progress)
+        # Ctrl-C or a plain kill keeps the points measured, also where a background launch
+        # (nohup, setsid) left SIGINT ignored; a second one waits for the point being written.
+        with stop_once():
+            report = probe(settings, args.out, progress=not args.no_progress)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted: the points measured are in {args.out}/", file=sys.stderr)
         return 130
