@@ -54,11 +54,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _shared_fixture(item: pytest.Item) -> str | None:
     """The first module- or session-scoped fixture that ``item`` uses and its own module
     defines (``None``: none)."""
-    info = getattr(item, "_fixtureinfo", None)
-    for name in info.names_closure if info is not None else ():
+    info, module = getattr(item, "_fixtureinfo", None), getattr(item, "module", None)
+    if info is None or module is None:  # not a test function (a doctest, say)
+        return None
+    for name in info.names_closure:
         for fixturedef in info.name2fixturedefs.get(name) or ():
             func = getattr(fixturedef, "func", None)
-            module = getattr(func, "__module__", None)
-            if fixturedef.scope in ("module", "session") and module == item.module.__name__:
+            mine = getattr(func, "__module__", None) == module.__name__
+            if fixturedef.scope in ("module", "session") and mine:
                 return name
     return None
