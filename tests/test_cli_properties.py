@@ -137,8 +137,10 @@ COMMANDS: dict[str, tuple[Callable, list[str], dict]] = {
         "--out", "{out}/mine.json"], {
         **GAME, "--seed": SEED, "--seat": counts(0, 1), "--opponents": SPECS, "--out": "file",
     }),
+    # PPO's flags and ranges (the default algorithm is DMC); a drawn --algo comes last and wins.
     "train": (train.main, [
-        "--runs-dir", "{out}", "--name", "run", "--total-steps", "64", "--eval-deals", "2"], {
+        "--algo", "ppo", "--runs-dir", "{out}", "--name", "run", "--total-steps", "64",
+        "--eval-deals", "2"], {
         "--players": counts(2, 6), "--threshold": counts(1, 1000),
         "--algo": unknown("ppo", "dmc", "cem"),
         "--name": st.sampled_from(["", "../up", ".hidden", "a/b"]),
