@@ -5,6 +5,7 @@ Ctrl-C and end of input stop cleanly and save the unfinished game; bad flags exi
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -15,6 +16,7 @@ import pexpect
 import pytest
 
 from odin_env.rules import TAKING
+from odin_lab.evaluation.play import LineReader
 from odin_lab.evaluation.records import load_records, replay, replay_steps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,6 +105,58 @@ def test_ctrl_c_and_end_of_input_save_the_unfinished_game(tmp_path, stop, code):
     steps = replay_steps(record, loaded.config)
     assert counted == 1 == sum(1 for s in steps[:-1] if s.seat == 0 and not s.forced)
     assert len(record.actions) > counted
+
+
+# The race of a Ctrl-C that lands after the prompt is out and before the read begins: Python's
+# flag is set, and the read is not interrupted. Made here by a SIGINT that the main thread blocks,
+# sent while it reads: another thread takes it, which interrupts no read of the main thread.
+_RACE = """
+import os, signal, sys, threading, time
+from odin_lab.evaluation.play import LineReader
+r, w = os.pipe()  # no line ever comes
+read = LineReader(r) if sys.argv[1] == "reader" else (lambda p: (os.dup2(r, 0), input(p)))
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+def taker():
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGINT)
+    print("sent", flush=True)
+    time.sleep(30)
+threading.Thread(target=taker, daemon=True).start()
+start = time.monotonic()
+try:
+    read("your move> ")
+except KeyboardInterrupt:
+    print(f"stopped after {time.monotonic() - start:.2f} s")
+"""
+
+
+@pytest.mark.parametrize("reader", ["reader", "input"])
+def test_a_ctrl_c_just_before_the_read_still_stops_it(reader):
+    """``play.py`` reads moves with :class:`LineReader`: a SIGINT whose handler is pending when
+    the read begins stops it within a poll (``input()``, the control, waits for a line)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _RACE, reader], capture_output=True,
+                              text=True, timeout=8, cwd=ROOT)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        assert reader == "input"  # blocked in the read: the race the reader closes
+        return
+    assert reader == "reader", done.stdout
+    seconds = float(re.search(r"stopped after ([\d.]+) s", done.stdout)[1])
+    assert 0.5 <= seconds < 3.0, done.stdout  # a poll after the signal, on a busy machine too
+
+
+def test_the_reader_keeps_pasted_lines_and_ends_at_end_of_input():
+    r, w = os.pipe()
+    os.write(w, b"R3 Y3\r\npass\nhint 2")  # two lines in one read, a last line without \n
+    os.close(w)
+    prompts = io.StringIO()
+    read = LineReader(r, prompts)
+    assert [read("a> "), read("b> "), read("c> ")] == ["R3 Y3", "pass", "hint 2"]
+    with pytest.raises(EOFError):
+        read("d> ")
+    assert prompts.getvalue() == "a> b> c> d> "
+    os.close(r)
 
 
 @pytest.mark.parametrize(

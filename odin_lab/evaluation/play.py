@@ -20,6 +20,9 @@ that lands in the middle of a move cannot save a broken game.
 
 from __future__ import annotations
 
+import os
+import select
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -43,6 +46,41 @@ HELP = f"""How to play (docs/rules.md has the rules):
   Moves: a menu number, card names (R3 Y3), pass, take Y5. Also: help, quit (saves the game),
   hint (the search's view of each of your moves: your chance to win after it and your expected
   penalty this hand; hint 3000 thinks for 3 seconds, 100-5000 ms; asked hints are saved)."""
+
+
+READ_POLL_S = 0.2
+"""How often :func:`read_line` looks for a Ctrl-C that came while it was not yet waiting."""
+
+
+class LineReader:
+    """``input()`` that a Ctrl-C always stops. ``input()`` writes the prompt, then blocks in
+    ``read()``: a SIGINT that lands between the two (the prompt is out, the read has not begun)
+    only sets Python's flag, and the read waits for a line that may never come. Here the wait is
+    a ``select`` of at most :data:`READ_POLL_S`, after which Python runs the pending handler
+    (``KeyboardInterrupt``). Reads ``fd`` (stdin) itself, so that a line pasted with others is
+    kept for the next call; end of input raises ``EOFError`` as ``input()`` does."""
+
+    def __init__(self, fd: int | None = None, out=None):
+        self.fd = sys.stdin.fileno() if fd is None else fd
+        self.out = sys.stdout if out is None else out
+        self.pending = b""
+
+    def __call__(self, prompt: str) -> str:
+        self.out.write(prompt)
+        self.out.flush()
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.fd], [], [], READ_POLL_S)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 4096)
+            if not chunk:  # end of input (Ctrl-D, or the end of a piped file)
+                line, self.pending = self.pending, b""
+                if line:
+                    return line.decode("utf-8", "replace")
+                raise EOFError
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode("utf-8", "replace").rstrip("\r")
 
 
 class QuitRequested(Exception):  # noqa: N818 (a request, not an error)
@@ -89,14 +127,15 @@ class Session:
         seed: int,
         out: Path,
         style: Style,
-        read: Callable[[str], str] = input,
+        read: Callable[[str], str] | None = None,
         write: Callable[[str], None] = print,
     ):
         n = config.players
         self.config, self.seat, self.seed, self.out = config, seat, seed, Path(out)
         self.table = Table.against(config, seat, opponents, seed)
         self.specs = list(self.table.specs)
-        self.style, self.read, self.write = style, read, write
+        self.style, self.write = style, write
+        self.read = LineReader() if read is None else read  # default: stdin, as input()
         self.labels = seat_labels(self.specs, range(n), you=seat)
         # Hands are listed on each of the person's turns, not at every trick as well.
         self.narrator = Narrator(config, self.labels, seat, style, trick_hands=False)
