@@ -1,5 +1,6 @@
-"""Shared test set-up: the commands' BLAS thread setting, and the tests' own helper modules
-(``oracle``) importable.
+"""Shared test set-up: the commands' BLAS thread setting, the tests' own helper modules
+(``oracle``) importable, numba's on-disk cache filled before the tests start, and the tests
+that share a module's expensive fixture kept together under xdist.
 
 pytest's default import mode already puts this folder on ``sys.path``; doing it here as well
 keeps ``import oracle`` working under ``--import-mode=importlib`` and if ``tests`` ever becomes
@@ -8,7 +9,9 @@ a package.
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,39 @@ import odin_lab.cli  # noqa: E402, F401
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+
+# What the tests' processes compile: the engine, the agents' kernels and the parallel engine.
+_WARM = """
+import sys
+from odin_env.batched import BatchedGames
+from odin_env.rules import Config
+if sys.argv[1] == "serial":
+    from agents.warm import compile_side_by_side
+    compile_side_by_side(Config(players=4), ["greedy", "shaper", "planner", "linear"])
+else:
+    from agents.batch import BatchRandomAgent
+    games = BatchedGames(Config(players=4), 2, seed=0, parallel=True)
+    games.step(BatchRandomAgent(seed=0, parallel=True).act_batch(games.obs, games.mask))
+"""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Fill numba's on-disk cache once, before any worker starts. On a fresh checkout (CI) every
+    process that calls a kernel before it is cached compiles it again: the engine alone is about
+    22 s of CPU, and the first minutes of a run start dozens of processes. Two processes compile
+    side by side here (the serial engine with the agents' kernels, and the parallel engine); a
+    warm cache makes this a few seconds. The tests of a cold cache use caches of their own."""
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return  # an xdist worker: its controller did this
+    start = time.monotonic()
+    warm = [
+        subprocess.Popen([sys.executable, "-c", _WARM, kind]) for kind in ("serial", "parallel")
+    ]
+    failed = [p.args[-1] for p in warm if p.wait() != 0]
+    took = f"numba's cache warmed in {time.monotonic() - start:.1f} s"
+    print(took + (f" (failed: {failed}; the tests compile what they call)" if failed else ""),
+          file=sys.stderr)  # fmt: skip
 
 
 @pytest.hookimpl(wrapper=True)
