@@ -43,6 +43,8 @@ SEARCH_MAX_ROLLOUTS = 100_000
 """Most playouts per decision ``search:N`` takes (about a minute a decision on one core)."""
 SEARCH_MAX_MS = 60_000
 """Most milliseconds per decision ``search:Nms`` takes (a minute)."""
+MODEL_KINDS = ("ppo", DMC, LINEAR)
+"""Spec kinds whose rest is a model file's path (``KIND:PATH``, read as data)."""
 
 
 def batch_form_names() -> list[str]:
@@ -86,7 +88,7 @@ def check_spec(spec: str) -> None:
     if not isinstance(spec, str):
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, colon, path = spec.partition(":")
-    if colon and not path and name in ("ppo", DMC, LINEAR, "search"):
+    if colon and not path and name in (*MODEL_KINDS, "search"):
         plain = f" (or plain {name}, for the bundled models)" if name in ("ppo", LINEAR) else ""
         raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
     if name in ("ppo", LINEAR) or (name == DMC and path) or (name in agent_names() and not path):
@@ -186,6 +188,7 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 __all__ = [
+    "MODEL_KINDS",
     "SEARCH_MAX_MS",
     "SEARCH_MAX_ROLLOUTS",
     "absolute_spec",

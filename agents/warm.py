@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import signal
 from collections.abc import Sequence
 
 import numpy as np
 
+from agents.processes import started_ignoring_ctrl_c
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config
@@ -36,7 +36,6 @@ def warm_kernels(specs: Sequence[str]) -> None:
 
 
 def _warm_in_child(specs: Sequence[str]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends this
     # A head start only: what fails here, the parent compiles itself when it calls it.
     with contextlib.suppress(Exception):
         warm_kernels(specs)
@@ -47,7 +46,8 @@ def compile_side_by_side(config: Config, specs: Sequence[str]) -> None:
     the kernels of ``specs``' batched forms; return when both are done. Ctrl-C ends the other
     process at once."""
     child = mp.get_context("spawn").Process(target=_warm_in_child, args=(tuple(specs),))
-    child.start()
+    with started_ignoring_ctrl_c():  # the parent handles Ctrl-C and ends the child
+        child.start()
     try:
         engine = BatchedGames(config, batch=1, seed=0)
         engine.step(engine.first_legal)

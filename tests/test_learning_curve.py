@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from launch import interrupt_when
 
 from agents.registry import make, make_batch_agent
 from odin_env.rules import Config
@@ -145,31 +143,15 @@ def test_bad_input_exits_2_in_one_line_and_writes_nothing(
 def test_ctrl_c_keeps_the_points_measured_and_resume_ends_the_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
     flags = ["--minutes", "0.05", "0.15", "--deals", "2", "--clock", "cpu", "--out", str(out)]
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *flags],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # As a background launch (nohup ... &, a CI runner) starts it: SIGINT ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
-    try:
-        deadline = time.monotonic() + 180
-        report = {"results": []}
-        while len(report["results"]) < 2 and time.monotonic() < deadline:
-            time.sleep(0.5)
-            if (out / "learning_curve.json").exists():
-                report = json.loads((out / "learning_curve.json").read_text())
-        assert len(report["results"]) == 2, "the first point was never measured"
-        time.sleep(1.0)  # back in training
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
-    assert process.returncode == 130, stderr
+
+    def measured() -> bool:  # the first point's rows are in
+        path = out / "learning_curve.json"
+        return path.exists() and len(json.loads(path.read_text())["results"]) >= 2
+
+    # settle: back in training when the signal comes.
+    done = interrupt_when([str(SCRIPT), *flags], measured, cwd=ROOT, settle=1.0)
+    stdout, stderr = done.stdout, done.stderr
+    assert done.returncode == 130, stderr
     assert "partial results" in stderr and str(out / "learning_curve.json") in stderr
     report = json.loads((out / "learning_curve.json").read_text())
     assert report["complete"] is False

@@ -362,7 +362,7 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
 def test_worker_processes_ignore_ctrl_c_from_their_first_instruction():
     import multiprocessing as mp
 
-    from odin_lab.evaluation.results import started_ignoring_ctrl_c
+    from agents.processes import started_ignoring_ctrl_c
 
     before = signal.getsignal(signal.SIGINT)
     with started_ignoring_ctrl_c():

@@ -43,12 +43,13 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.files import write_atomic
+from agents.processes import started_ignoring_ctrl_c
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, records_document, records_text
-from odin_lab.evaluation.results import results_folder, started_ignoring_ctrl_c
+from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 
 MAX_TABLES = 64

@@ -14,12 +14,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import PurePath
 
-from agents.dmc import ALGO as DMC
-from agents.linear import ALGO as LINEAR
 from agents.outside import is_file_spec
-
-MODEL_KINDS = ("ppo", DMC, LINEAR)
-"""Spec kinds whose rest is a model file's path (``KIND:PATH``)."""
+from agents.registry import MODEL_KINDS
 
 
 def _candidates(spec: str) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agents.linear import BUNDLED_LINEAR
 from agents.ppo import bundled_models
-from odin_lab.evaluation.names import MODEL_KINDS
+from agents.registry import MODEL_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -36,6 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.batch import BatchAgent, act_by_seat
+from agents.processes import started_ignoring_ctrl_c
 from agents.registry import (
     absolute_spec,
     batch_form_names,
@@ -49,7 +50,6 @@ from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
 from odin_lab.evaluation.limits import MAX_GAMES
-from odin_lab.evaluation.results import started_ignoring_ctrl_c
 
 TOURNAMENT_ENGINES = ("auto", "single", "batched")
 """``play_tournament``'s engines: ``auto`` is ``batched`` when every agent has a batched form."""
