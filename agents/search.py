@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def score_candidates(
     ms: float | None = None,
     seed: int = 0,
     within: bool = False,
-    policy: str = POLICY,
+    policy: Any = POLICY,
     min_worlds: int = MIN_WORLDS,
 ) -> Scores:
     """:meth:`SearchAgent.evaluate` of a search seeded ``seed``: every legal action of the
@@ -146,7 +147,8 @@ _SPARE_SETS, _SHARED_ENGINES = 3, 12
 class SearchAgent:
     """Determinized search; see the module docstring. ``rollouts``: playouts per decision;
     ``ms``: a time budget per decision instead (``None``: use ``rollouts``); ``policy``: the
-    playout policy, a key of ``BATCH_HEURISTICS``. ``model``: weight the sampled layouts by how
+    playout policy, a key of ``BATCH_HEURISTICS`` or a batched agent (``act_batch``; a network,
+    say). ``model``: weight the sampled layouts by how
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
     :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option."""
@@ -158,7 +160,7 @@ class SearchAgent:
         seed: int | None = None,
         rollouts: int = ROLLOUTS,
         min_worlds: int = MIN_WORLDS,
-        policy: str = POLICY,
+        policy: Any = POLICY,
         ms: float | None = None,
         model: bool = False,
     ):
@@ -169,9 +171,15 @@ class SearchAgent:
             raise ValueError(f"ms must be a number of milliseconds > 0 or None; got {ms!r}")
         self.rollouts, self.min_worlds, self.ms = rollouts, min_worlds, ms
         self.rng = np.random.default_rng(seed)
-        if policy not in BATCH_HEURISTICS:
-            raise ValueError(f"policy must be one of {', '.join(BATCH_HEURISTICS)}; got {policy!r}")
-        self.policy = BATCH_HEURISTICS[policy]()
+        if callable(getattr(policy, "act_batch", None)):
+            self.policy = policy  # a batched player (a network, say), used as it is
+        elif isinstance(policy, str) and policy in BATCH_HEURISTICS:
+            self.policy = BATCH_HEURISTICS[policy]()
+        else:
+            raise ValueError(
+                f"policy must be one of {', '.join(BATCH_HEURISTICS)} or a batched agent; got "
+                f"{policy!r}"
+            )
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
         self.table = TableModel() if model else None

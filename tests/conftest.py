@@ -61,7 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
-    """Run each module's expensive fixture (a tiny training run, a built docs site) once:
+    """Run each module's expensive fixture (a tiny training run, a built docs site) once, and
+    the groups of tests first:
 
     - before the other hooks (xdist's among them), the tests that use a module- or
       session-scoped fixture written in their own module get the xdist group
@@ -77,6 +78,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             name = _shared_fixture(item)
             if name is not None:
                 item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}::{name}"))
+    # The groups first: xdist hands out work in this order, and a long group (Ray's, the
+    # tiny training runs) handed out last kept one worker busy while the other had nothing.
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
     result = yield
     if config.getoption("loadgroup", default=False) and items and hasattr(items[0], "_id"):
         from _pytest.nodeid import NodeId

@@ -194,7 +194,7 @@ def test_a_diverged_step_stops_the_run_with_one_line_and_keeps_the_last_checkpoi
     assert checkpoint_step(tmp_path / "nan" / "checkpoint.safetensors") == steps[1]
 
 
-@pytest.mark.parametrize("algo", ["ppo", "dmc", "cem"])
+@pytest.mark.parametrize("algo", ["ppo", "dmc", "cem", "exit"])
 def test_the_device_setting_puts_the_networks_there_or_says_why_not(tmp_path, algo):
     """``auto`` trains here (on CUDA when there is one, else the CPU); ``cuda`` without a CUDA
     device is one line naming the setting; the played model is the same numpy file either way."""
@@ -206,7 +206,8 @@ def test_the_device_setting_puts_the_networks_there_or_says_why_not(tmp_path, al
 
     small = {"ppo": dict(n_envs=2, n_steps=32, batch_size=64, net_pi=[16], net_vf=[16]),
              "dmc": dict(decisions_per_update=64, net=[16]),
-             "cem": dict(population=2, games_per_candidate=1)}[algo]  # fmt: skip
+             "cem": dict(population=2, games_per_candidate=1),
+             "exit": dict(decisions_per_update=16, rollouts=8, net=[16])}[algo]  # fmt: skip
     config = make_config(
         algo, name="dev", runs_dir=str(tmp_path), device="auto", opponents=["random"],
         selfplay_batch=8, total_steps=64, eval_every=0, **small,

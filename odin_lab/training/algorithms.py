@@ -23,6 +23,7 @@ from odin_lab.training.config import (
     run_fields,
 )
 from odin_lab.training.dmc import DMCConfig, DMCLearner
+from odin_lab.training.exit import ExItConfig, ExItLearner
 from odin_lab.training.learner import Algorithm
 from odin_lab.training.ppo import PPOConfig, PPOLearner
 from odin_lab.training.run import run
@@ -31,6 +32,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm("ppo", PPOConfig, PPOLearner, "PPO (MaskablePPO's update), batched engine"),
     "dmc": Algorithm("dmc", DMCConfig, DMCLearner, "deep Monte Carlo (DouZero), batched engine"),
     "cem": Algorithm("cem", CEMConfig, CEMLearner, "cross-entropy method, linear feature player"),
+    "exit": Algorithm("exit", ExItConfig, ExItLearner, "expert iteration: search labels, DMC net"),
 }  # fmt: skip
 """Every algorithm ``train.py --algo`` takes, by name."""
 

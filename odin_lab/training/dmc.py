@@ -19,6 +19,7 @@ bootstrapping and no critic: the target is the outcome, as in DouZero.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,8 +207,12 @@ class DMCLearner:
         )
         by_hand = self.settings.horizon == "hand"
         self.collector = DMCCollector(
-            games, self.pool, self.greedy, rng, self.settings.gamma, by_hand
+            games, self.pool, self.chooser(), rng, self.settings.gamma, by_hand
         )
+
+    def chooser(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """What the actors play in the learner's seats when they do not explore: argmax Q."""
+        return self.greedy
 
     def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The legal action of highest Q for each row (ties: the lowest index), all legal pairs

@@ -1,0 +1,207 @@
+"""Expert iteration (``train.py --algo exit``; Anthony et al., NeurIPS 2017): the search labels
+positions, the network learns the labels, and the search plays out with the network.
+
+The network is deep Monte Carlo's (:class:`odin_lab.training.dmc.QNetwork`, played by
+:class:`agents.dmc.DMCAgent`), and so are the run's actors, pool, checkpoints and player
+(:class:`ExItLearner` is a :class:`odin_lab.training.dmc.DMCLearner`); what changes is what the
+learner's seats play and what the network is fitted to. At each of the learner's decisions with a
+choice, the search (:func:`agents.search.score_candidates`, from the observation alone, with
+``rollouts`` playouts) scores every legal action: its mean penalty for the hand over the same
+sampled layouts. The seat plays the search's choice (or, with chance ``epsilon``, a uniformly
+random legal action), and each update regresses ``Q(o, a)`` of *every* candidate onto minus its
+mean penalty: soft targets, in the units of DMC's hand returns (so a DMC model is a warm start,
+``--init``). The playouts are played by ``playout``: a batched heuristic, or ``learner``, the
+network as it was at the start of the update (the expert improves with its apprentice).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch as th
+
+from agents.batched_heuristics import BATCH_HEURISTICS
+from agents.dmc import DMCAgent
+from agents.search import score_candidates
+from odin_env.seeding import spawn_seed
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.dmc import OPTIMIZERS, DMCLearner
+from odin_lab.training.learner import GAMES_STREAM, held_interrupts
+from odin_lab.training.selfplay import episode_summary
+
+LEARNER_PLAYOUT = "learner"
+"""``playout``: the search plays out with the network being trained."""
+LABELS = 4
+"""Sub-stream of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, LABELS)``): the
+seeds of the searches (DMC's sub-streams are 1-3)."""
+MAX_ROLLOUTS = 100_000
+"""The most playouts per labelled decision (``search:N``'s limit)."""
+
+
+@dataclass
+class ExItConfig:
+    """Expert iteration's settings (``train.py --algo exit``)."""
+
+    net: list[int] = field(default_factory=lambda: [256, 256, 128])
+    """Hidden layers of the Q-network (DMC's: a DMC model is a warm start, ``--init``)."""
+    learning_rate: float = 3e-4
+    """Step size of the optimizer."""
+    optimizer: str = "adam"
+    """adam, or rmsprop."""
+    batch_size: int = 256
+    """Minibatch size of the regression, in (decision, candidate) pairs."""
+    decisions_per_update: int = 128
+    """Decisions the search labels before each update."""
+    epochs: int = 2
+    """Passes over each update's labels."""
+    max_grad_norm: float = 40.0
+    """Gradients are clipped to this norm."""
+    rollouts: int = 128
+    """Search playouts per labelled decision, shared among its candidates."""
+    playout: str = "planner"
+    """Who plays the search's playouts: a batched heuristic, or learner (the network)."""
+    epsilon: float = 0.0
+    """Chance that a learner decision is a uniformly random legal action (not labelled)."""
+
+    # Not settings: the actors' returns are DMC's, by hand (they are logged, not learned).
+    gamma = 1.0
+    horizon = "hand"
+
+    def check(self, run: TrainConfig) -> None:
+        """Raise ``ValueError`` naming the first bad setting."""
+        for name in ("batch_size", "decisions_per_update", "epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        rollouts = self.rollouts
+        if isinstance(rollouts, bool) or not isinstance(rollouts, int):
+            rollouts = 0
+        if not 1 <= rollouts <= MAX_ROLLOUTS:
+            raise ValueError(
+                f"rollouts must be an integer 1-{MAX_ROLLOUTS:,}; got {self.rollouts!r}"
+            )
+        for name, closed, high, text in (
+            ("learning_rate", False, math.inf, "> 0"),
+            ("max_grad_norm", False, math.inf, "> 0"),
+            ("epsilon", True, 1.0, "in [0, 1]"),
+        ):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and value <= high
+            ok = ok and (value >= 0 if closed else value > 0)
+            if not ok:
+                raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
+        if not self.net or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
+                               for n in self.net):  # fmt: skip
+            raise ValueError(f"net must be one or more positive layer sizes; got {self.net!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}"
+            )
+        playouts = [*BATCH_HEURISTICS, LEARNER_PLAYOUT]
+        if self.playout not in playouts:
+            raise ValueError(f"playout must be one of {', '.join(playouts)}; got {self.playout!r}")
+        if run.game.reward != "penalty":
+            raise ValueError(
+                f"the search's targets are hand penalties: exit needs reward penalty; got "
+                f"{run.game.reward!r}"
+            )
+        if run.ray is not None:
+            raise ValueError(f"ray: the exit learner labels in its own process; got {run.ray!r}")
+
+
+class ExItLearner(DMCLearner):
+    """Expert iteration on DMC's network and actors (see the module docstring). Its player is a
+    DMC model (``kind`` ``dmc``: played as ``dmc:PATH``)."""
+
+    def start(self) -> None:
+        super().start()
+        self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.seeds = np.random.default_rng(
+            spawn_seed(self.config.seed, GAMES_STREAM, self.steps, LABELS)
+        )
+        self._renew_playout()
+
+    def _renew_playout(self) -> None:
+        playout = self.settings.playout
+        self.playout = (
+            DMCAgent(self.state(), self.info()) if playout == LEARNER_PLAYOUT else playout
+        )
+
+    def chooser(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        return self.expert
+
+    def expert(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The search's choice for each row; every row with a choice is labelled."""
+        out = np.empty(len(obs), dtype=np.int64)
+        for k in range(len(obs)):
+            legal = np.flatnonzero(mask[k])
+            if legal.size == 1:
+                out[k] = legal[0]
+                continue
+            scores = score_candidates(
+                obs[k], mask[k], rollouts=self.settings.rollouts,
+                seed=int(self.seeds.integers(2**63)), policy=self.playout,
+            )  # fmt: skip
+            targets = -scores.penalty.astype(np.float32)
+            self.labels.append((obs[k].copy(), scores.actions.astype(np.int64), targets))
+            out[k] = scores.best
+        return out
+
+    def train_step(self) -> dict[str, float]:
+        settings = self.settings
+        while len(self.labels) < settings.decisions_per_update:
+            self.collector.step(settings.epsilon)
+        finished = self.collector.collect(0, settings.epsilon)  # the actors' own bookkeeping
+        labels, self.labels = self.labels, []
+        with held_interrupts():
+            figures = self._fit(labels)
+            self.steps += len(labels)
+            self.n_updates += 1
+            self._renew_playout()
+        figures.update(episode_summary(finished.episodes))
+        return figures
+
+    def _fit(self, labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, float]:
+        """``epochs`` passes of minibatch regressions of Q of every labelled candidate onto
+        its target; also how often the network's choice was the search's, before the fit."""
+        device, settings = self.device, self.settings
+        sizes = np.array([len(actions) for _, actions, _ in labels])
+        obs = th.as_tensor(np.stack([o for o, _, _ in labels]), device=device)
+        rows = th.as_tensor(np.repeat(np.arange(len(labels)), sizes), device=device)
+        actions = th.as_tensor(np.concatenate([a for _, a, _ in labels]), device=device)
+        targets = th.as_tensor(np.concatenate([t for _, _, t in labels]), device=device)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        with th.no_grad():
+            q = self.net(obs, actions, rows).cpu().numpy()
+        target = targets.cpu().numpy()
+        agree = np.mean(
+            [np.argmax(q[s : s + n]) == np.argmax(target[s : s + n]) for s, n in zip(starts, sizes)]
+        )
+        losses = []
+        self.net.train()
+        for _ in range(settings.epochs):
+            order = th.randperm(len(actions), generator=self.shuffle).to(device)
+            for start in range(0, len(actions), settings.batch_size):
+                pick = order[start : start + settings.batch_size]
+                loss = th.nn.functional.mse_loss(
+                    self.net(obs, actions[pick], rows[pick]), targets[pick]
+                )
+                self.optimizer.zero_grad()
+                loss.backward()
+                th.nn.utils.clip_grad_norm_(self.net.parameters(), settings.max_grad_norm)
+                self.optimizer.step()
+                losses.append(float(loss.detach()))
+        self.net.eval()
+        return {
+            "train/q_loss": float(np.mean(losses)),
+            "train/decisions": float(len(labels)),
+            "train/candidates": float(len(actions)),
+            "train/agreement": float(agree),
+        }
+
+
+__all__ = ["ExItConfig", "ExItLearner"]

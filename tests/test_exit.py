@@ -1,0 +1,130 @@
+"""Expert iteration (``train.py --algo exit``): the search labels every candidate of the
+learner's decisions with its mean hand penalty (soft targets), the network is fitted to them,
+the search can play out with the network itself, a seeded run is reproducible, and bad settings
+are one line naming them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from agents.dmc import DMCAgent
+from agents.registry import make, make_batch_agent
+from agents.search import score_candidates
+from odin_env.batched import BatchedGames
+from odin_env.rules import Config
+from odin_env.seeding import spawn_seed
+from odin_lab.training import make_config, train
+from odin_lab.training.exit import LABELS, ExItLearner
+from odin_lab.training.learner import GAMES_STREAM
+
+SMALL = dict(
+    opponents=["random", "greedy"], selfplay_batch=4, decisions_per_update=16, rollouts=16,
+    net=[32, 16], batch_size=32, eval_every=0, game=Config(players=3, threshold=5),
+)  # fmt: skip
+
+
+def _learner(tmp_path, **settings) -> ExItLearner:
+    config = make_config("exit", runs_dir=str(tmp_path), **{**SMALL, **settings})
+    config.check()
+    learner = ExItLearner(config)
+    learner.start()
+    return learner
+
+
+def _positions(n: int, players: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` observations (with their masks) of decisions with several legal actions."""
+    games = BatchedGames(Config(players=players), batch=32, seed=5)
+    obs, masks = [], []
+    while len(obs) < n:
+        rows = np.flatnonzero(games.mask.sum(axis=1) > 1)
+        obs += list(games.obs[rows])
+        masks += list(games.mask[rows])
+        games.step(games.first_legal)
+    return np.array(obs[:n]), np.array(masks[:n])
+
+
+def test_the_search_takes_a_batched_agent_as_its_playout_policy():
+    """A batched player object plays the playouts as its name does: the same scores."""
+    obs, mask = _positions(1)
+    named = score_candidates(obs[0], mask[0], rollouts=48, seed=3, policy="planner")
+    given = score_candidates(
+        obs[0], mask[0], rollouts=48, seed=3, policy=make_batch_agent("planner", seed=0)
+    )
+    assert np.array_equal(named.actions, given.actions) and named.actions.size > 1
+    assert np.array_equal(named.penalty, given.penalty) and np.array_equal(named.win, given.win)
+    with pytest.raises(ValueError, match="policy must be one of .* or a batched agent"):
+        score_candidates(obs[0], mask[0], rollouts=8, policy="nobody")
+
+
+def test_every_candidate_is_labelled_with_minus_the_searchs_mean_penalty(tmp_path):
+    learner = _learner(tmp_path, seed=7)
+    obs, mask = _positions(2)
+    chosen = learner.expert(obs, mask)
+    seeds = np.random.default_rng(spawn_seed(7, GAMES_STREAM, 0, LABELS))
+    assert len(learner.labels) == 2
+    for k, (seen, actions, targets) in enumerate(learner.labels):
+        scores = score_candidates(obs[k], mask[k], rollouts=16, seed=int(seeds.integers(2**63)))
+        assert np.array_equal(seen, obs[k])
+        assert np.array_equal(actions, np.flatnonzero(mask[k]))  # every legal action, soft
+        assert np.allclose(targets, -scores.penalty)
+        assert chosen[k] == scores.best  # the seat plays the search's choice
+    one = np.zeros_like(mask[:1])
+    one[0, np.flatnonzero(mask[0])[0]] = 1
+    assert learner.expert(obs[:1], one)[0] == np.flatnonzero(mask[0])[0]
+    assert len(learner.labels) == 2  # a decision without a choice is not labelled
+
+
+def test_the_fit_moves_the_network_onto_the_labels(tmp_path):
+    learner = _learner(tmp_path)
+    obs, mask = _positions(24)
+    learner.expert(obs, mask)
+    labels = learner.labels
+    first = learner._fit(labels)
+    for _ in range(40):
+        last = learner._fit(labels)
+    assert last["train/q_loss"] < 0.25 * first["train/q_loss"]
+    assert last["train/agreement"] > first["train/agreement"]
+    assert last["train/candidates"] == sum(len(a) for _, a, _ in labels) > 24
+
+
+def test_learner_playouts_are_the_network_of_the_update_start(tmp_path):
+    learner = _learner(tmp_path, playout="learner")
+    assert isinstance(learner.playout, DMCAgent)
+    before = learner.state()
+    assert all(np.array_equal(learner.playout.arrays[k], v) for k, v in before.items())
+    figures = learner.train_step()
+    assert figures["train/decisions"] >= 16 and learner.steps == figures["train/decisions"]
+    after = learner.state()
+    assert any(not np.array_equal(before[k], after[k]) for k in before)
+    assert all(np.array_equal(learner.playout.arrays[k], v) for k, v in after.items())
+
+
+def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
+    paths = [
+        train(make_config("exit", name=name, runs_dir=str(tmp_path), total_steps=32, **SMALL))
+        for name in ("a", "b")
+    ]
+    a, b = (load_file(str(p)) for p in paths)
+    assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
+    player = make(f"dmc:{paths[0]}")  # the checkpoint plays (its policy)
+    obs, mask = _positions(1)
+    assert mask[0, player.act(obs[0], mask[0])] == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"rollouts": 0}, "rollouts must be an integer 1-100,000"),
+        ({"playout": "nobody"}, "playout must be one of"),
+        ({"epsilon": 1.5}, "epsilon must be a finite number in [0, 1]"),
+        ({"decisions_per_update": 0}, "decisions_per_update must be a positive integer"),
+        ({"game": Config(reward="win")}, "exit needs reward penalty"),
+    ],
+)
+def test_bad_settings_are_one_line_naming_them(tmp_path, settings, named):
+    config = make_config("exit", runs_dir=str(tmp_path), **{**SMALL, **settings})
+    with pytest.raises(ValueError) as error:
+        config.check()
+    assert named in str(error.value) and "\n" not in str(error.value)
