@@ -25,9 +25,10 @@ import torch as th
 
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.dmc import DMCAgent
+from agents.registry import SEARCH_MAX_ROLLOUTS
 from agents.search import score_candidates
 from odin_env.seeding import spawn_seed
-from odin_lab.training.config import TrainConfig
+from odin_lab.training.config import TrainConfig, check_count
 from odin_lab.training.dmc import OPTIMIZERS, DMCLearner
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.selfplay import episode_summary
@@ -37,8 +38,6 @@ LEARNER_PLAYOUT = "learner"
 LABELS = 4
 """Sub-stream of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, LABELS)``): the
 seeds of the searches (DMC's sub-streams are 1-3)."""
-MAX_ROLLOUTS = 100_000
-"""The most playouts per labelled decision (``search:N``'s limit)."""
 
 
 @dataclass
@@ -76,13 +75,7 @@ class ExItConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        rollouts = self.rollouts
-        if isinstance(rollouts, bool) or not isinstance(rollouts, int):
-            rollouts = 0
-        if not 1 <= rollouts <= MAX_ROLLOUTS:
-            raise ValueError(
-                f"rollouts must be an integer 1-{MAX_ROLLOUTS:,}; got {self.rollouts!r}"
-            )
+        check_count("rollouts", self.rollouts, 1, SEARCH_MAX_ROLLOUTS)  # search:N's limit
         for name, closed, high, text in (
             ("learning_rate", False, math.inf, "> 0"),
             ("max_grad_norm", False, math.inf, "> 0"),
@@ -170,14 +163,14 @@ class ExItLearner(DMCLearner):
         its target; also how often the network's choice was the search's, before the fit."""
         device, settings = self.device, self.settings
         sizes = np.array([len(actions) for _, actions, _ in labels])
+        target = np.concatenate([t for _, _, t in labels])
         obs = th.as_tensor(np.stack([o for o, _, _ in labels]), device=device)
         rows = th.as_tensor(np.repeat(np.arange(len(labels)), sizes), device=device)
         actions = th.as_tensor(np.concatenate([a for _, a, _ in labels]), device=device)
-        targets = th.as_tensor(np.concatenate([t for _, _, t in labels]), device=device)
+        targets = th.as_tensor(target, device=device)
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         with th.no_grad():
             q = self.net(obs, actions, rows).cpu().numpy()
-        target = targets.cpu().numpy()
         agree = np.mean(
             [np.argmax(q[s : s + n]) == np.argmax(target[s : s + n]) for s, n in zip(starts, sizes)]
         )
