@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from agents.dmc import DMCAgent, dmc_info, read_dmc_model
 from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
+from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS
 from odin_env.seeding import spawn_seed
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import DMCCollector, Finished
@@ -40,9 +41,10 @@ from odin_lab.training.selfplay import episode_summary
 
 OPTIMIZERS = ("adam", "rmsprop")
 HORIZONS = ("episode", "hand")
-EXPLORE, SHUFFLE, INIT = 1, 2, 3
+EXPLORE, SHUFFLE, INIT, TABLES = 1, 2, 3, 4
 """Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
-exploration draws, the minibatch order, and (at step 0) the network's initial weights."""
+exploration draws, the minibatch order, (at step 0) the network's initial weights, and the
+games and pools of ``other_tables`` (``steps, TABLES, k``; also of the pool stream)."""
 
 
 @dataclass
@@ -78,9 +80,15 @@ class DMCConfig:
     """Learner decisions over which ``epsilon_start`` falls to ``epsilon``."""
     max_grad_norm: float = 40.0
     """Gradients are clipped to this norm (DouZero's 40)."""
+    other_tables: list[int] = field(default_factory=list)
+    """Other table sizes (numbers of players) the learner also plays: one update at each size in
+    turn, the game's ``players`` first, so one network learns every listed size (the
+    observation says the size). Evaluations play the game's ``players``. Empty: that size
+    alone."""
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
+        check_tables(self.other_tables, run)
         for name in ("batch_size", "decisions_per_update", "epochs", "epsilon_decay_steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -127,6 +135,29 @@ class DMCConfig:
             return float(self.epsilon)
         left = max(0.0, 1.0 - steps / self.epsilon_decay_steps)
         return float(self.epsilon + (self.epsilon_start - self.epsilon) * left)
+
+
+def check_tables(tables: object, run: TrainConfig) -> None:
+    """``ValueError`` unless ``tables`` is a list of distinct table sizes the game allows, each
+    with the learner's fixed ``seat`` (if any)."""
+    sizes = f"{MIN_PLAYERS}-{MAX_PLAYERS}"
+    if not isinstance(tables, (list, tuple)) or any(
+        isinstance(n, bool) or not isinstance(n, int) or not MIN_PLAYERS <= n <= MAX_PLAYERS
+        for n in tables
+    ):
+        raise ValueError(f"other_tables must be table sizes ({sizes} players); got {tables!r}")
+    if len(set(tables)) != len(tables):
+        raise ValueError(f"other_tables names a size twice; got {list(tables)}")
+    if tables and run.seat is not None and run.seat >= min(tables):
+        raise ValueError(
+            f"seat {run.seat} does not exist at a table of {min(tables)} (other_tables); "
+            "leave seat unset or choose a lower one"
+        )
+
+
+def table_sizes(other_tables: list[int], run: TrainConfig) -> list[int]:
+    """The table sizes a learner plays, in turn: the game's, then ``other_tables``."""
+    return [run.game.players, *(n for n in other_tables if n != run.game.players)]
 
 
 class QNetwork(th.nn.Module):
@@ -183,7 +214,8 @@ class DMCLearner:
             self.optimizer = th.optim.Adam(self.net.parameters(), lr=self.settings.learning_rate)
         self.steps, self.n_updates, self.last_snapshot = 0, 0, 0
         self.snapshots: list[DMCAgent] = []
-        self.pool: OpponentPool | None = None
+        self.pools: list[OpponentPool] = []
+        self.collectors: list[DMCCollector] = []
         self.collector: DMCCollector | None = None
 
     def warm_start(self, run_dir: Path, provenance: dict[str, Any]) -> dict[str, float]:
@@ -192,23 +224,39 @@ class DMCLearner:
 
     def start(self) -> None:
         config, steps = self.config, self.steps
-        if config.opponents != [LEARNER]:
-            seed = spawn_seed(config.seed, POOL_STREAM, steps)
-            self.pool = OpponentPool(config.opponents, config.game.players, config.seat, seed)
-        if SELF in config.opponents and not self.snapshots:
-            self.snapshot()
-        elif self.snapshots and self.pool is not None:
-            self.pool.set_snapshots(self.snapshots)
-        seed = spawn_seed(config.seed, GAMES_STREAM, steps)
-        games = BatchedGames(config.game, config.selfplay_batch, seed=seed)
         rng = np.random.default_rng(spawn_seed(config.seed, GAMES_STREAM, steps, EXPLORE))
         self.shuffle = th.Generator().manual_seed(
             spawn_seed(config.seed, GAMES_STREAM, steps, SHUFFLE)
         )
         by_hand = self.settings.horizon == "hand"
-        self.collector = DMCCollector(
-            games, self.pool, self.chooser(), rng, self.settings.gamma, by_hand
-        )
+        self.pools, self.collectors = [], []
+        for k, players in enumerate(table_sizes(self.settings.other_tables, config)):
+            # The first size keeps the seeds of a one-size run; another size k has sub-stream k.
+            key = (steps,) if k == 0 else (steps, TABLES, k)
+            pool = None
+            if config.opponents != [LEARNER]:
+                seed = spawn_seed(config.seed, POOL_STREAM, *key)
+                pool = OpponentPool(config.opponents, players, config.seat, seed)
+                self.pools.append(pool)
+            game = replace(config.game, players=players)
+            games = BatchedGames(
+                game, config.selfplay_batch, seed=spawn_seed(config.seed, GAMES_STREAM, *key)
+            )
+            self.collectors.append(
+                DMCCollector(games, pool, self.chooser(), rng, self.settings.gamma, by_hand)
+            )
+        self.collector = self.collectors[0]
+        if SELF in config.opponents and not self.snapshots:
+            self.snapshot()
+        else:
+            for pool in self.pools:
+                pool.set_snapshots(self.snapshots)
+
+    def take_turn(self) -> DMCCollector:
+        """The collector of this update's table size (the sizes take one update each, in
+        turn), made :attr:`collector`."""
+        self.collector = self.collectors[self.n_updates % len(self.collectors)]
+        return self.collector
 
     def chooser(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """What the actors play in the learner's seats when they do not explore: argmax Q."""
@@ -240,7 +288,7 @@ class DMCLearner:
     def train_step(self) -> dict[str, float]:
         settings = self.settings
         epsilon = settings.exploration(self.steps)
-        batch = self.collector.collect(settings.decisions_per_update, epsilon)
+        batch = self.take_turn().collect(settings.decisions_per_update, epsilon)
         with held_interrupts():
             figures = self._update(batch)
             self.steps += len(batch)
@@ -277,14 +325,15 @@ class DMCLearner:
 
     def info(self) -> dict[str, Any]:
         """The ``model`` metadata of the current network (docs/model-format.md)."""
-        return dmc_info(self.settings.net, self.config.game.players)
+        sizes = table_sizes(self.settings.other_tables, self.config)
+        return dmc_info(self.settings.net, sizes[0] if len(sizes) == 1 else None)
 
     def snapshot(self) -> None:
         snap = DMCAgent(self.state(), self.info(), name=SELF)
         self.snapshots = [*self.snapshots, snap][-self.config.max_snapshots :]
         self.last_snapshot = self.steps
-        if self.pool is not None:
-            self.pool.set_snapshots(self.snapshots)
+        for pool in self.pools:
+            pool.set_snapshots(self.snapshots)
 
     def write_player(self, path: Path, provenance: dict[str, Any]) -> Path:
         return write_model(path, self.state(), {**self.info(), "provenance": provenance})
@@ -339,7 +388,7 @@ class DMCLearner:
         ]
 
     def close(self) -> None:
-        self.collector = None
+        self.collector, self.collectors = None, []
 
 
-__all__ = ["DMCConfig", "DMCLearner", "QNetwork"]
+__all__ = ["DMCConfig", "DMCLearner", "QNetwork", "check_tables", "table_sizes"]

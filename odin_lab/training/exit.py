@@ -29,7 +29,7 @@ from agents.registry import SEARCH_MAX_ROLLOUTS
 from agents.search import score_candidates
 from odin_env.seeding import spawn_seed
 from odin_lab.training.config import TrainConfig, check_count
-from odin_lab.training.dmc import OPTIMIZERS, DMCLearner
+from odin_lab.training.dmc import OPTIMIZERS, DMCLearner, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.selfplay import episode_summary
 
@@ -64,6 +64,8 @@ class ExItConfig:
     """Who plays the search's playouts: a batched heuristic, or learner (the network)."""
     epsilon: float = 0.0
     """Chance that a learner decision is a uniformly random legal action (not labelled)."""
+    other_tables: list[int] = field(default_factory=list)
+    """Other table sizes the learner also plays, one update each in turn (DMC's setting)."""
 
     # Not settings: the actors' returns are DMC's, by hand (they are logged, not learned).
     gamma = 1.0
@@ -71,6 +73,7 @@ class ExItConfig:
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
+        check_tables(self.other_tables, run)
         for name in ("batch_size", "decisions_per_update", "epochs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -145,10 +148,10 @@ class ExItLearner(DMCLearner):
         return out
 
     def train_step(self) -> dict[str, float]:
-        settings = self.settings
+        settings, collector = self.settings, self.take_turn()
         while len(self.labels) < settings.decisions_per_update:
-            self.collector.step(settings.epsilon)
-        finished = self.collector.collect(0, settings.epsilon)  # the actors' own bookkeeping
+            collector.step(settings.epsilon)
+        finished = collector.collect(0, settings.epsilon)  # the actors' own bookkeeping
         labels, self.labels = self.labels, []
         with held_interrupts():
             figures = self._fit(labels)

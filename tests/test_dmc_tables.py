@@ -1,0 +1,94 @@
+"""One network for several table sizes (``train.py --algo dmc --other-tables 2 3 5 6``): the
+sizes take one update each in turn, the first keeps a one-size run's seeds, a resumed run goes on
+with the size whose turn it is, the model plays every size, and bad sizes are one-line errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_dmc import UPDATE, plays_legal_moves, train_py
+
+from agents.dmc import DMCAgent
+from odin_env.observation import LAYOUT
+from odin_env.rules import MIN_PLAYERS, Config
+from odin_lab.training import make_config
+from odin_lab.training.dmc import DMCLearner
+
+PLAYERS = LAYOUT["players"][0]
+
+
+def _learner(**settings) -> DMCLearner:
+    config = make_config(
+        "dmc", game=Config(players=4, threshold=5), net=[32, 16], seed=7, selfplay_batch=8,
+        decisions_per_update=UPDATE, batch_size=16, opponents=["random", "self"], **settings,
+    )  # fmt: skip
+    config.check()
+    learner = DMCLearner(config)
+    learner.start()
+    return learner
+
+
+def _sizes_trained(learner: DMCLearner, updates: int) -> list[set[int]]:
+    """The table sizes in the observations of each of the next ``updates`` updates."""
+    seen, update = [], learner._update
+
+    def spy(batch):
+        seen.append(set((batch.obs[:, PLAYERS].argmax(1) + MIN_PLAYERS).tolist()))
+        return update(batch)
+
+    learner._update = spy
+    for _ in range(updates):
+        learner.train_step()
+    return seen
+
+
+def test_the_sizes_take_one_update_each_in_turn_and_the_model_plays_every_size():
+    learner = _learner(other_tables=[2, 6])
+    assert _sizes_trained(learner, 5) == [{4}, {2}, {6}, {4}, {2}]
+    assert learner.info()["players"] is None  # a model of several sizes names none
+    agent = DMCAgent(learner.state(), learner.info())
+    for players in (2, 3, 5, 6):
+        plays_legal_moves(agent, players)
+    assert _learner().info()["players"] == 4
+
+
+def test_the_first_size_keeps_the_seeds_of_a_one_size_run():
+    one, mixed = _learner(), _learner(other_tables=[3])
+    one.train_step()
+    mixed.train_step()
+    for key, value in one.state().items():
+        np.testing.assert_array_equal(mixed.state()[key], value, err_msg=key)
+    mixed.train_step()  # the next update is another table's: the weights part
+    assert not np.array_equal(mixed.state()["q.weight"], one.state()["q.weight"])
+
+
+def test_a_resumed_run_goes_on_with_the_size_whose_turn_it_is():
+    first = _learner(other_tables=[2, 5])
+    _sizes_trained(first, 2)
+    tensors, _, run = first.checkpoint()
+    again = _learner(other_tables=[2, 5])
+    again.load_checkpoint(dict(tensors),
+                          {**run, "step": first.steps})  # fmt: skip
+    again.start()
+    assert _sizes_trained(again, 2) == [{5}, {4}]
+    assert len(again.snapshots) == len(first.snapshots)
+    assert all(pool.snapshots == again.snapshots for pool in again.pools)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--other-tables", "7"], "other_tables must be table sizes (2-6 players); got [7]"),
+        (["--other-tables", "3", "3"], "other_tables names a size twice; got [3, 3]"),
+        (["--other-tables", "2", "--seat", "3"], "seat 3 does not exist at a table of 2"),
+        (["--algo", "exit", "--other-tables", "1"], "other_tables must be table sizes"),
+    ],
+    ids=["size", "twice", "seat", "exit"],
+)
+def test_bad_table_sizes_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
+    done = train_py("--runs-dir", tmp_path, "--name", "x", *args, "--total-steps", 64,
+                    timeout=120)  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert named in lines[0]
+    assert not (tmp_path / "x").exists()
