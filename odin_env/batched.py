@@ -84,6 +84,7 @@ from odin_env.rules import (
     TAKE,
     Config,
     Game,
+    refuse_goat,
 )
 
 MAX_LEGAL = 256
@@ -255,9 +256,8 @@ class BatchedGames:
     seed (``None``: ``config.seed``, and fresh entropy when that is ``None`` too), or a
     sequence of B per-game seeds; the seeds actually used are in ``game_seeds``;
     ``auto_forced``: apply one-option decisions; ``parallel``: share the games of a step among
-    numba's threads (``NUMBA_NUM_THREADS``, default one per core). Results are identical
-    either way; threads pay off on large batches when the cores are otherwise idle, and cost a
-    lot when other processes keep them busy.
+    numba's threads (``NUMBA_NUM_THREADS``, default one per core). Results are identical either
+    way; threads pay off on large batches on idle cores, and cost a lot on busy ones.
     """
 
     def __init__(
@@ -269,6 +269,7 @@ class BatchedGames:
         parallel: bool = False,
     ):
         _check_batch(batch)
+        refuse_goat(config or Config(), "the batched engine")
         for name, flag in (("auto_forced", auto_forced), ("parallel", parallel)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False; got {flag!r}")

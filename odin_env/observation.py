@@ -39,6 +39,7 @@ from gymnasium import spaces
 from odin_env.cards import MAX_HAND, NUM_CARDS, NUM_COLOURS, NUM_VALUES
 from odin_env.combos import COMBO_BITS
 from odin_env.rules import LEAD, MAX_PLAYERS, MIN_PLAYERS, Config, Game
+from odin_env.spec import refuse_goat
 
 SLOTS = MAX_PLAYERS
 PLANES = (("hand", 1), ("table", 1), ("take", 1), ("discard", 1), ("known", SLOTS))
@@ -88,6 +89,7 @@ def high(config: Config) -> np.ndarray:
     """Every entry's true maximum under ``config`` (``float32[OBS_SIZE]``, read-only): 1 for the
     0/1 and count fields, ``penalty_cap(threshold) / threshold`` for ``penalty`` and
     ``threshold / 100`` for ``threshold`` (that field is constant). The minimum is 0 for all."""
+    refuse_goat(config, "the observation")
     out = np.ones(OBS_SIZE, dtype=np.float32)
     out[LAYOUT["penalty"][0]] = penalty_cap(config.threshold) / config.threshold
     out[LAYOUT["threshold"][0]] = config.threshold / SCALE["threshold"]
@@ -164,6 +166,7 @@ def _static_tail(config: Config) -> np.ndarray:
 def observe(game: Game, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """Encode what ``seat`` sees of ``game`` (into ``out`` when given)."""
     config = game.config
+    refuse_goat(config, "the observation")
     n = config.players
     obs = np.empty(OBS_SIZE, dtype=np.float32) if out is None else out
     order = [(seat + k) % n for k in range(n)]

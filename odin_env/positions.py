@@ -9,9 +9,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from odin_env import combos
-from odin_env.cards import MAX_HAND, NUM_CARDS, NUM_VALUES, card_name, cards_of, names
-from odin_env.combos import BEAT_HI, BEAT_LO, COMBO_BITS
-from odin_env.spec import FOLLOW, LEAD, TAKING, Config
+from odin_env.cards import (
+    GOAT,
+    GOAT_BIT,
+    MAX_HAND,
+    NUM_CARDS,
+    NUM_VALUES,
+    card_name,
+    cards_of,
+    names,
+)
+from odin_env.combos import (
+    COMBO_NUMBER,
+    COMBO_SIZE,
+    GOAT_COMBO_NUMBER,
+    GOAT_COMBO_SIZE,
+    goat_combo_index_of_bits,
+)
+from odin_env.spec import FOLLOW, GOAT_PLAY, LEAD, PLAY_BITS, TAKING, Config
 
 
 @dataclass(frozen=True)
@@ -51,10 +66,14 @@ def _sequence(field_name: str, value: object, n: int, of: str) -> list:
     return items
 
 
-def _card_set(field_name: str, cards: object, colours: int, where: str = "") -> int:
-    """The card-set int of ``cards``: distinct card ids of the deck in play, else ValueError."""
+def _card_set(
+    field_name: str, cards: object, colours: int, where: str = "", goat: bool = False
+) -> int:
+    """The card-set int of ``cards``: distinct card ids of the deck in play (the Goat, id 54,
+    with ``goat``), else ValueError."""
     top = colours * NUM_VALUES - 1
     ids = f"card ids must be integers 0-{top} ({colours} colours in play: id = colour*9 + value-1)"
+    ids += f", or {GOAT} (the Goat)" if goat else ""
     where = f"{where}: " if where else ""
     try:
         items = list(cards)  # type: ignore[call-overload]
@@ -64,10 +83,10 @@ def _card_set(field_name: str, cards: object, colours: int, where: str = "") -> 
         ) from None
     bits = 0
     for c in items:
-        if not _is_int(c) or not 0 <= c < NUM_CARDS:
+        if not _is_int(c) or not 0 <= c <= NUM_CARDS:
             raise ValueError(f"{field_name}: {where}{ids}; got {c!r}")
         c = int(c)
-        if c > top:
+        if c > top and not (goat and c == GOAT):
             raise ValueError(
                 f"{field_name}: {where}{ids}; got card {card_name(c)} (id {c}), not in the deck "
                 f"in play (colour {c // NUM_VALUES} is out)"
@@ -81,14 +100,29 @@ def _card_set(field_name: str, cards: object, colours: int, where: str = "") -> 
     return bits
 
 
-def _combo(field_name: str, cards: object, colours: int) -> int:
-    bits = _card_set(field_name, cards, colours)
+def _combo(field_name: str, cards: object, colours: int, goat: bool) -> int:
+    """The play (action) of the combo ``cards``, else ValueError."""
+    bits = _card_set(field_name, cards, colours, goat=goat)
     if not combos.is_combo(bits):
         raise ValueError(
-            f"{field_name}: must be a combo, 1+ cards sharing one colour or one value (R4); "
-            f"got {names(bits) if bits else 'no cards'}"
+            f"{field_name}: must be a combo, 1+ cards sharing one colour or one value (R4; the "
+            f"Goat joins one colour, G2); got {names(bits) if bits else 'no cards'}"
         )
+    if bits & GOAT_BIT:
+        return GOAT_PLAY + goat_combo_index_of_bits(bits)
     return combos.combo_index_of_bits(bits)
+
+
+def _size_number(play: int) -> tuple[int, int]:
+    if play >= GOAT_PLAY:
+        return int(GOAT_COMBO_SIZE[play - GOAT_PLAY]), int(GOAT_COMBO_NUMBER[play - GOAT_PLAY])
+    return int(COMBO_SIZE[play]), int(COMBO_NUMBER[play])
+
+
+def _beats(new: int, old: int) -> bool:
+    """R7 on two plays (actions, with the Goat or not)."""
+    (new_size, new_number), (old_size, old_number) = _size_number(new), _size_number(old)
+    return new_size == old_size + 1 or (new_size == old_size and new_number > old_number)
 
 
 def check_position(
@@ -108,14 +142,14 @@ def check_position(
     here, so a refused position leaves nothing half-made."""
     if not isinstance(config, Config):
         raise ValueError(f"config: must be an odin_env.rules.Config; got {config!r}")
-    n, colours = config.players, config.colours
+    n, colours, goat = config.players, config.colours, config.goat
     current = _seat("current", current, n, "the seat to act,")
 
     # hands: n disjoint sets of 1-9 cards (R12; an empty hand would have ended the hand, R13)
     hand_items = _sequence("hands", hands, n, "hands of card ids")
     hand_bits = []
     for s, h in enumerate(hand_items):
-        bits = _card_set("hands", h, colours, f"seat {s}'s hand")
+        bits = _card_set("hands", h, colours, f"seat {s}'s hand", goat)
         size = bits.bit_count()
         if not 1 <= size <= MAX_HAND:
             raise ValueError(
@@ -125,21 +159,21 @@ def check_position(
         hand_bits.append(bits)
 
     # table, take_from: the phase follows from which are given
-    table_index = -1 if table is None else _combo("table", table, colours)
+    table_index = -1 if table is None else _combo("table", table, colours, goat)
     take_bits = 0
     if take_from is not None:
-        taken = _combo("take_from", take_from, colours)
-        take_bits = COMBO_BITS[taken]
+        taken = _combo("take_from", take_from, colours, goat)
+        take_bits = PLAY_BITS[taken]
         if table is None:
             raise ValueError(
                 "take_from: must come with the table combo just played over it (R10); "
                 "got take_from without a table"
             )
-        if not BEAT_LO[taken] <= table_index < BEAT_HI[taken]:
+        if not _beats(table_index, taken):
             raise ValueError(
                 f"take_from: must be a combo the table combo beats (R7: the same number of "
                 f"cards and a lower number, or one card fewer); got {names(take_bits)} under "
-                f"the table's {names(COMBO_BITS[table_index])}"
+                f"the table's {names(PLAY_BITS[table_index])}"
             )
         if hand_bits[current].bit_count() >= MAX_HAND:
             raise ValueError(
@@ -188,7 +222,7 @@ def check_position(
         )
     passes = int(passes)  # type: ignore[call-overload]
 
-    discard_bits = _card_set("discard", discard, colours)
+    discard_bits = _card_set("discard", discard, colours, goat=goat)
 
     # known: per seat, cards taken this hand and still held, so a part of that seat's hand
     if known is None:
@@ -196,7 +230,7 @@ def check_position(
     else:
         known_bits = []
         for s, k in enumerate(_sequence("known", known, n, "sets of card ids")):
-            bits = _card_set("known", k, colours, f"seat {s}'s cards")
+            bits = _card_set("known", k, colours, f"seat {s}'s cards", goat)
             if bits & ~hand_bits[s]:
                 raise ValueError(
                     f"known: seat {s}'s known cards must be a subset of its hand "
@@ -224,7 +258,7 @@ def check_position(
     # every card in one place at most (the rest are set aside)
     places = [(f"hands[{s}]", "hands", h) for s, h in enumerate(hand_bits)]
     if table_index >= 0:
-        places.append(("table", "table", COMBO_BITS[table_index]))
+        places.append(("table", "table", PLAY_BITS[table_index]))
     places += [("take_from", "take_from", take_bits), ("discard", "discard", discard_bits)]
     seen: dict[int, str] = {}
     for place, field_name, bits in places:

@@ -6,7 +6,8 @@ constants live in :mod:`odin_env.spec` and are re-exported here. One :class:`Gam
 action space (the table in :mod:`odin_env.spec`).
 
 The legal actions of the decision at hand are computed once, when the decision arises, and kept
-in ``Game.legal`` (ascending). Card sets are 54-bit ints (see :mod:`odin_env.cards`).
+in ``Game.legal`` (ascending). Card sets are 54-bit ints (see :mod:`odin_env.cards`; bit 54 is
+the Goat in a game with ``Config.goat``, RULES G1-G5).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import numpy as np
 
 from odin_env import combos
 from odin_env.cards import (
+    GOAT,
+    GOAT_BIT,
+    GOAT_PENALTY,
     MAX_HAND,
     NUM_COLOURS,
     NUM_VALUES,
@@ -33,6 +37,10 @@ from odin_env.combos import (
     BY_VALUE,
     COMBO_BITS,
     COMBO_SIZE,
+    GOAT_BEAT_LO,
+    GOAT_COMBO_NUMBER,
+    GOAT_COMBO_SIZE,
+    goat_combo_index_of_bits,
 )
 from odin_env.positions import check_position
 from odin_env.spec import (  # re-exported: odin_env.rules is where users look for them
@@ -40,6 +48,9 @@ from odin_env.spec import (  # re-exported: odin_env.rules is where users look f
     EPISODES,
     FIRST_PLAYER_RULES,
     FOLLOW,
+    GOAT_ACTION_RANGES,
+    GOAT_PLAY,
+    GOAT_TAKE,
     LEAD,
     MAX_PLAYERS,
     MIN_PLAYERS,
@@ -47,16 +58,19 @@ from odin_env.spec import (  # re-exported: odin_env.rules is where users look f
     OVER,
     PASS,
     PHASE_NAMES,
+    PLAY_BITS,
     REWARDS,
     TAKE,
     TAKING,
     ActionTypeError,
     Config,
     check_action,
+    refuse_goat,
 )
 
-_BEAT_LO = BEAT_LO.tolist()
-_SIZE = COMBO_SIZE.tolist()
+_BEAT_LO = [*BEAT_LO.tolist(), *[0] * (GOAT_PLAY - PASS), *GOAT_BEAT_LO.tolist()]
+_SIZE = [*COMBO_SIZE.tolist(), *[0] * (GOAT_PLAY - PASS), *GOAT_COMBO_SIZE.tolist()]
+_GOAT_NUMBER = GOAT_COMBO_NUMBER.tolist()
 
 
 @lru_cache(maxsize=1 << 16)
@@ -78,7 +92,9 @@ def hand_combos(hand: int, size: int) -> tuple[int, ...]:
 
 
 def follow_plays(hand: int, table: int) -> list[int]:
-    """R7/R9: the combos in ``hand`` that beat combo ``table``, ascending."""
+    """R7/R9: the combos without the Goat in ``hand`` that beat the play ``table`` (an action;
+    with the Goat or not), ascending."""
+    hand &= ~GOAT_BIT
     size = _SIZE[table]
     same = hand_combos(hand, size)
     plays = list(same[bisect_left(same, _BEAT_LO[table]) :])
@@ -87,12 +103,44 @@ def follow_plays(hand: int, table: int) -> list[int]:
     return plays
 
 
-def lead_plays(hand: int) -> list[int]:
-    """R8: one card, or the whole hand when it is one combo."""
-    plays = sorted(combos.SINGLE[c] for c in cards_of(hand))
-    if hand & (hand - 1) and combos.is_combo(hand):
-        plays.append(combos.combo_index_of_bits(hand))
+def goat_combos(hand: int, size: int) -> list[int]:
+    """G2: the plays (actions) of ``size`` cards that hold the Goat inside ``hand`` (which holds
+    it), ascending: the Goat with ``size - 1`` cards of one colour."""
+    if size == 1:
+        return [GOAT_PLAY]
+    found = []
+    for combo in hand_combos(hand & ~GOAT_BIT, size - 1):
+        bits = COMBO_BITS[combo]
+        if combos.same_colour(bits):
+            found.append(GOAT_PLAY + goat_combo_index_of_bits(bits | GOAT_BIT))
+    found.sort()
+    return found
+
+
+def goat_follow_plays(hand: int, table: int) -> list[int]:
+    """G3: the plays with the Goat in ``hand`` that beat the play ``table``, ascending (none
+    when the hand does not hold the Goat)."""
+    if not hand & GOAT_BIT:
+        return []
+    size = _SIZE[table]
+    number = _GOAT_NUMBER[table - GOAT_PLAY] if table >= GOAT_PLAY else combos.COMBO_NUMBER[table]
+    plays = [a for a in goat_combos(hand, size) if _GOAT_NUMBER[a - GOAT_PLAY] > number]
+    if size < MAX_HAND:
+        plays += goat_combos(hand, size + 1)
     return plays
+
+
+def lead_plays(hand: int) -> list[int]:
+    """R8: one card, or the whole hand when it is one combo (G3: the Goat too)."""
+    plays = sorted(combos.SINGLE[c] for c in cards_of(hand & ~GOAT_BIT))
+    many = hand & (hand - 1)
+    if many and hand & GOAT_BIT:
+        rest = hand & ~GOAT_BIT
+        if combos.same_colour(rest):
+            return [*plays, GOAT_PLAY, GOAT_PLAY + goat_combo_index_of_bits(hand)]
+    elif many and combos.is_combo(hand):
+        plays.append(combos.combo_index_of_bits(hand))
+    return plays + [GOAT_PLAY] if hand & GOAT_BIT else plays
 
 
 class Game:
@@ -115,7 +163,7 @@ class Game:
     def __init__(self, config: Config | None = None, seed: int | np.random.Generator | None = None):
         self.config = config = config or Config()
         self.rng = np.random.default_rng(config.seed if seed is None else seed)
-        self.deck = deck_bits(config.colours)
+        self.deck = deck_bits(config.colours, config.goat)
         self.totals = [0] * config.players
         self.history: list[tuple[int, ...]] = []
         self.rewards: list[float] | None = None
@@ -156,7 +204,7 @@ class Game:
         game = cls.__new__(cls)
         game.config = config
         game.rng = np.random.default_rng(seed)
-        game.deck = deck_bits(config.colours)
+        game.deck = deck_bits(config.colours, config.goat)
         game.hands = p.hands
         game.table = p.table
         game.owner = -1 if p.owner is None else p.owner  # as after a deal: nobody has played
@@ -171,7 +219,7 @@ class Game:
         game.hand_leader = p.current if p.hand_leader is None else p.hand_leader
         game.rewards = None
         game.winners = ()
-        placed = p.discard | p.take_from | (0 if p.table < 0 else COMBO_BITS[p.table])
+        placed = p.discard | p.take_from | (0 if p.table < 0 else PLAY_BITS[p.table])
         for h in p.hands:
             placed |= h
         game.set_aside = game.deck & ~placed
@@ -189,9 +237,16 @@ class Game:
         return (previous + 1) % n if rule == "rotate" else emptied
 
     def _deal(self, leader: int) -> None:
-        """R2: a fresh shuffle of the deck in play, 9 cards each, the rest set aside."""
+        """R2: a fresh shuffle of the deck in play, 9 cards each, the rest set aside. G1: with
+        the Goat, it is shuffled in too and then swapped with a uniformly drawn dealt place."""
         n = self.config.players
-        order = self.rng.permutation(self.config.colours * NUM_VALUES).tolist()
+        in_play = self.config.colours * NUM_VALUES
+        if self.config.goat:  # as Board Game Arena deals it (TableManager.shuffleAndDealCards)
+            order = self.rng.permutation(in_play + 1).tolist()
+            at, to = order.index(in_play), int(self.rng.integers(n * MAX_HAND))
+            order[at], order[to] = order[to], GOAT
+        else:
+            order = self.rng.permutation(in_play).tolist()
         self.hands = [bits_of(order[i * MAX_HAND : (i + 1) * MAX_HAND]) for i in range(n)]
         self.set_aside = bits_of(order[n * MAX_HAND :])
         self.known = [0] * n
@@ -211,8 +266,12 @@ class Game:
         elif self.phase == FOLLOW:
             self.legal = follow_plays(hand, self.table)
             self.legal.append(PASS)
+            if hand & GOAT_BIT:
+                self.legal += goat_follow_plays(hand, self.table)
         elif self.phase == TAKING:
             self.legal = [TAKE + c for c in cards_of(self.take_from)]
+            if self.take_from & GOAT_BIT:  # the Goat, the last card id, has its own action
+                self.legal[-1] = GOAT_TAKE
         else:
             self.legal = []
 
@@ -222,8 +281,8 @@ class Game:
         return self.phase == OVER
 
     def legal_mask(self) -> np.ndarray:
-        """The ``int8[3634]`` mask of the legal actions."""
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        """The ``int8[3634]`` mask of the legal actions (``int8[6702]`` with the Goat, G5)."""
+        mask = np.zeros(self.config.num_actions, dtype=np.int8)
         mask[self.legal] = 1
         return mask
 
@@ -232,14 +291,14 @@ class Game:
 
         An illegal action raises ``ValueError`` and changes nothing.
         """
-        action = check_action(action)
+        action = check_action(action, self.config.goat)
         if action not in self.legal:
             self._refuse(action)
         self.rewards = None
         seat = self.current
         n = self.config.players
         if self.phase == TAKING:  # R10: take one card, discard the rest face up
-            card_bit = 1 << (action - TAKE)
+            card_bit = GOAT_BIT if action == GOAT_TAKE else 1 << (action - TAKE)
             self.hands[seat] |= card_bit
             self.known[seat] |= card_bit
             self.discard |= self.take_from & ~card_bit
@@ -249,7 +308,7 @@ class Game:
         elif action == PASS:  # R9, R11
             self.passes += 1
             if self.passes == n - 1:
-                self.discard |= COMBO_BITS[self.table]
+                self.discard |= PLAY_BITS[self.table]
                 self.table = -1
                 self.passes = 0
                 self.phase = LEAD
@@ -257,7 +316,7 @@ class Game:
             else:
                 self.current = (seat + 1) % n
         else:  # R8, R9: a play
-            played = COMBO_BITS[action]
+            played = PLAY_BITS[action]
             hand = self.hands[seat] = self.hands[seat] & ~played
             self.known[seat] &= ~played
             beaten = self.table
@@ -266,14 +325,14 @@ class Game:
             self.passes = 0
             if not hand:  # R10 exception, R13
                 if beaten >= 0:
-                    self.discard |= COMBO_BITS[beaten]
+                    self.discard |= PLAY_BITS[beaten]
                 self._end_hand(seat)
                 return self.rewards
             if beaten < 0:
                 self.phase = FOLLOW
                 self.current = (seat + 1) % n
             else:
-                self.take_from = COMBO_BITS[beaten]
+                self.take_from = PLAY_BITS[beaten]
                 self.phase = TAKING
         self._decide()
         return self.rewards
@@ -292,13 +351,17 @@ class Game:
     def _refuse(self, action: int) -> None:
         raise ValueError(
             f"illegal action {action!r} for seat {self.current} in phase "
-            f"{PHASE_NAMES[self.phase]}: {len(self.legal)} actions are legal ({ACTION_RANGES})"
+            f"{PHASE_NAMES[self.phase]}: {len(self.legal)} actions are legal "
+            f"({GOAT_ACTION_RANGES if self.config.goat else ACTION_RANGES})"
         )
 
     def _end_hand(self, emptied: int) -> None:
         """R13-R15: score the hand, then end the episode or deal the next hand."""
         config = self.config
-        penalties = tuple(h.bit_count() for h in self.hands)
+        # G4: the Goat costs GOAT_PENALTY, of which bit_count has counted 1.
+        penalties = tuple(
+            h.bit_count() + (GOAT_PENALTY - 1 if h & GOAT_BIT else 0) for h in self.hands
+        )
         self.history.append(penalties)
         self.totals = [t + p for t, p in zip(self.totals, penalties)]
         over = config.episode == "hand" or max(self.totals) >= config.threshold
@@ -339,7 +402,7 @@ class Game:
         ``aside``): the bookkeeping that property tests check."""
         places = {f"hand{s}": h for s, h in enumerate(self.hands)}
         places.update(
-            table=COMBO_BITS[self.table] if self.table >= 0 else 0,
+            table=PLAY_BITS[self.table] if self.table >= 0 else 0,
             take=self.take_from,
             discard=self.discard,
             aside=self.set_aside,
@@ -351,4 +414,5 @@ __all__ = [
     "EPISODES", "FIRST_PLAYER_RULES", "MAX_PLAYERS", "MIN_PLAYERS", "REWARDS",
     "Config", "Game", "NUM_ACTIONS", "PASS", "TAKE", "LEAD", "FOLLOW", "TAKING", "OVER",
     "PHASE_NAMES", "follow_plays", "lead_plays", "hand_combos", "check_action", "ActionTypeError",
+    "GOAT_PLAY", "GOAT_TAKE", "PLAY_BITS", "goat_combos", "goat_follow_plays", "refuse_goat",
 ]  # fmt: skip

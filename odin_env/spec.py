@@ -8,7 +8,13 @@ index         meaning
 0 .. 3578     play combo ``combos.COMBO_CARDS[i]``
 3579          pass (``PASS``)
 3580 .. 3633  take card id ``a - 3580`` from the combo just beaten (``TAKE``)
+3634 .. 6700  Goat games only: play ``combos.GOAT_COMBO_CARDS[a - 3634]`` (``GOAT_PLAY``)
+6701          Goat games only: take the Goat (``GOAT_TAKE``)
 ============  =============================================================
+
+A game without the Goat has the first 3,634 actions (``NUM_ACTIONS``), a game with it all 6,702
+(``NUM_GOAT_ACTIONS``): the Goat's actions come after today's, so every index of a game without
+the Goat means what it always meant (RULES G5).
 
 :func:`check_action` is the one rule for what an action may be, at every layer.
 """
@@ -21,11 +27,19 @@ from typing import Any
 import numpy as np
 
 from odin_env.cards import NUM_CARDS, NUM_COLOURS
-from odin_env.combos import NUM_COMBOS
+from odin_env.combos import COMBO_BITS, GOAT_COMBO_BITS, NUM_COMBOS, NUM_GOAT_COMBOS
 
 PASS = NUM_COMBOS
 TAKE = NUM_COMBOS + 1
 NUM_ACTIONS = TAKE + NUM_CARDS
+GOAT_PLAY = NUM_ACTIONS
+"""The first action of a Goat game's plays that hold the Goat (G5)."""
+GOAT_TAKE = GOAT_PLAY + NUM_GOAT_COMBOS
+"""Taking the Goat from the combo just beaten (G5)."""
+NUM_GOAT_ACTIONS = GOAT_TAKE + 1
+PLAY_BITS: tuple[int, ...] = (*COMBO_BITS, *[0] * (GOAT_PLAY - PASS), *GOAT_COMBO_BITS, 0)
+"""Per action (of a Goat game; a game without the Goat has the first 3,634): the card-set int a
+play puts down, 0 for a pass or a take."""
 
 LEAD, FOLLOW, TAKING, OVER = 0, 1, 2, 3
 PHASE_NAMES = ("lead", "follow", "take", "over")
@@ -58,10 +72,21 @@ class Config:
     """``penalty``: minus the cards left, paid at each hand's end; ``win``: at the episode's end
     1/w to each of the w players on the lowest total, 0 to the others (so a return is a win
     share)."""
+    goat: bool = False
+    """Play with the Grumpy Goat (Board Game Arena's variant, RULES G1-G5): one more card, of no
+    colour and the number 0, dealt every hand, costing 5 when left in a hand."""
     seed: int | None = field(default=None, compare=False)
     """Default seed of a new game when none is given."""
 
+    @property
+    def num_actions(self) -> int:
+        """The size of this game's action space: 3,634, or 6,702 with the Goat (G5)."""
+        return NUM_GOAT_ACTIONS if self.goat else NUM_ACTIONS
+
     def __post_init__(self) -> None:
+        if not isinstance(self.goat, (bool, np.bool_)):
+            raise ValueError(f"goat must be true or false; got {self.goat!r}")
+        object.__setattr__(self, "goat", bool(self.goat))
         _check_int("players", self.players, MIN_PLAYERS, MAX_PLAYERS)
         _check_int("threshold", self.threshold, 1, MAX_THRESHOLD)
         if self.colours is None:
@@ -80,6 +105,16 @@ class Config:
                 )
 
 
+def refuse_goat(config: Config, what: str) -> None:
+    """``ValueError`` (one line, naming the setting) when ``config`` plays with the Goat, which
+    ``what`` does not support yet: never a silent wrong game."""
+    if config.goat:
+        raise ValueError(
+            f"goat: {what} does not support the Goat yet (the rules engine, odin_env.rules.Game, "
+            "plays it); use goat=False"
+        )
+
+
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:
     allowed = f"{low}-{high}" if high is not None else f">= {low}"
     if name == "colours" and low > 2:
@@ -91,6 +126,9 @@ def _check_int(name: str, value: object, low: int, high: int | None) -> None:
 
 
 ACTION_RANGES = f"0-{NUM_COMBOS - 1} play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take"
+GOAT_ACTION_RANGES = (
+    f"{ACTION_RANGES}, {GOAT_PLAY}-{GOAT_TAKE - 1} play with the Goat, {GOAT_TAKE} take the Goat"
+)
 
 
 class ActionTypeError(TypeError, ValueError):
@@ -98,26 +136,31 @@ class ActionTypeError(TypeError, ValueError):
     catching ``ValueError`` for every refused action keeps working."""
 
 
-def check_action(action: object) -> int:
+def check_action(action: object, goat: bool = False) -> int:
     """The one rule for what an action may be, at every layer (engine, AEC env, wrappers).
 
     Returns ``action`` as a Python ``int`` when it is an integer (a Python ``int`` or a numpy
-    integer; ``bool`` is not one) in ``0 .. NUM_ACTIONS - 1``. Anything else raises
-    :class:`ActionTypeError` (a ``TypeError``) when it is not an integer, ``ValueError`` when
-    it is out of range; both messages name the action and the allowed range. Whether the action
-    is legal in the position is a separate question (``Game.apply``).
+    integer; ``bool`` is not one) in ``0 .. NUM_ACTIONS - 1`` (``NUM_GOAT_ACTIONS - 1`` in a
+    game with the Goat). Anything else raises :class:`ActionTypeError` (a ``TypeError``) when it
+    is not an integer, ``ValueError`` when it is out of range; both messages name the action and
+    the allowed range. Whether the action is legal in the position is a separate question
+    (``Game.apply``).
     """
-    if type(action) is not int:  # a plain int skips the slower checks
+    most = NUM_GOAT_ACTIONS if goat else NUM_ACTIONS
+    if type(action) is int and 0 <= action < most:  # the common case, first
+        return action
+    ranges = GOAT_ACTION_RANGES if goat else ACTION_RANGES
+    if type(action) is not int:
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
             raise ActionTypeError(
                 f"illegal action {action!r}: not an integer; an action is an integer "
-                f"0-{NUM_ACTIONS - 1} ({ACTION_RANGES})"
+                f"0-{most - 1} ({ranges})"
             )
         action = int(action)
-    if not 0 <= action < NUM_ACTIONS:
+    if not 0 <= action < most:
         raise ValueError(
             f"illegal action {action}: out of range; an action is an integer "
-            f"0-{NUM_ACTIONS - 1} ({ACTION_RANGES})"
+            f"0-{most - 1} ({ranges})"
         )
     return action
 
@@ -172,8 +215,9 @@ def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
 
 
 __all__ = [
-    "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "LEAD", "MAX_PLAYERS",
-    "MAX_THRESHOLD", "MIN_PLAYERS", "NUM_ACTIONS", "OVER", "PASS", "PHASE_NAMES", "REWARDS",
+    "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "GOAT_ACTION_RANGES",
+    "GOAT_PLAY", "GOAT_TAKE", "LEAD", "MAX_PLAYERS", "MAX_THRESHOLD", "MIN_PLAYERS",
+    "NUM_ACTIONS", "NUM_GOAT_ACTIONS", "OVER", "PLAY_BITS", "PASS", "PHASE_NAMES", "REWARDS",
     "TAKE", "TAKING", "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action",
-    "check_options", "check_seed", "game_config",
+    "check_options", "check_seed", "game_config", "refuse_goat",
 ]  # fmt: skip

@@ -84,6 +84,12 @@ def _default(f: Any) -> Any:
     return None
 
 
+NOT_YET_FLAGS = frozenset({"goat"})
+"""Settings (of ``odin_env.rules.Config``) that get no flag yet: the Goat is played by the rules
+engine only (RULES G1-G5); its flag comes with the batched engine, the environments and the
+agents that play it."""
+
+
 def flag(name: str) -> str:
     """The flag of field ``name``: ``--name-with-dashes``."""
     return "--" + name.replace("_", "-")
@@ -105,7 +111,7 @@ def add_fields(
     docs = field_docs(cls)
     skip, defaults, consts, names = set(skip), defaults or {}, consts or {}, []
     for f in fields(cls):
-        if f.name in skip:
+        if f.name in skip or f.name in NOT_YET_FLAGS:
             continue
         kind, many = _scalar(hints[f.name])
         if kind not in (int, float, str):

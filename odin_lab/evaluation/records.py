@@ -96,8 +96,9 @@ class Step:
 
 
 def config_dict(config: Config) -> dict:
-    """The game settings as written in a records file (every ``Config`` field but ``seed``)."""
-    return {k: v for k, v in asdict(config).items() if k != "seed"}
+    """The game settings as written in a records file (every ``Config`` field but ``seed``;
+    ``goat`` only when set, so a file of a game without the Goat is as it always was)."""
+    return {k: v for k, v in asdict(config).items() if k != "seed" and (k != "goat" or v)}
 
 
 def records_text(document: Mapping[str, Any]) -> str:
