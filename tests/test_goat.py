@@ -5,6 +5,7 @@ that do not play it yet refusing it in one line."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import numpy as np
@@ -203,6 +204,7 @@ def test_the_layers_that_do_not_play_the_goat_refuse_it_in_one_line():
     from odin_env import env as aec_env
     from odin_env.batched import BatchedGames
     from odin_env.observation import observe
+    from odin_lab.evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, parse_records
 
     refused = "goat: the {} does not support the Goat yet"
     with pytest.raises(ValueError, match=refused.format("observation")):
@@ -211,6 +213,10 @@ def test_the_layers_that_do_not_play_the_goat_refuse_it_in_one_line():
         BatchedGames(GOAT_CONFIG)
     with pytest.raises(ValueError, match=refused.format("observation")):
         aec_env(players=4, goat=True)
+    record = {"format": RECORDS_FORMAT, "version": RECORDS_VERSION, "config": {"goat": True},
+              "agents_specs": ["greedy"] * 4, "game_records": []}  # fmt: skip
+    with pytest.raises(ValueError, match=r"^g: config: goat: a records file does not support"):
+        parse_records(json.dumps(record).encode(), "g")
 
 
 def test_a_game_without_the_goat_never_meets_it():

@@ -42,7 +42,7 @@ from typing import Any
 from agents.files import write_atomic
 from odin_env.cards import names
 from odin_env.combos import COMBO_BITS, NUM_COMBOS
-from odin_env.rules import NUM_ACTIONS, PASS, PHASE_NAMES, TAKE, Config, Game
+from odin_env.rules import NUM_ACTIONS, PASS, PHASE_NAMES, TAKE, Config, Game, refuse_goat
 from odin_lab.evaluation.limits import (
     MAX_ACTIONS,
     MAX_DECISIONS,
@@ -271,7 +271,9 @@ def _config(data: object) -> Config:
                 f"config: {name} must be a number or a short name; got {_shown(value)}"
             )
     try:
-        return Config(**data)
+        config = Config(**data)
+        refuse_goat(config, "a records file")
+        return config
     except (TypeError, ValueError) as e:
         raise ValueError(f"config: {e}") from None
 
