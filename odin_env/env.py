@@ -24,8 +24,10 @@ so agents are asked only for real choices.
 
 Observations: ``{"observation": float32[OBS_SIZE], "action_mask": int8[3634]}``; the encoding
 is documented plane by plane in :mod:`odin_env.observation`, and every entry lies in
-``[0, observation.high(config)]``, the space's bounds. The mask is the legal set for the
-acting agent and all zeros for the others.
+``[0, observation.high(config)]``, the space's bounds. With the Goat (``goat=True``, RULES
+G1-G5) there are 6,702 actions (the Goat's after these), the mask is ``int8[6702]`` and the
+observation ends with the Goat's field (:func:`odin_env.observation.observation_size`). The
+mask is the legal set for the acting agent and all zeros for the others.
 
 Rewards: ``reward="penalty"``: at each hand's end every agent receives minus the cards left in
 its hand; ``reward="win"``: at the episode's end each of the ``w`` agents on the lowest total
@@ -42,8 +44,9 @@ allowed ones, as the Gymnasium env refuses keys it does not read (but for ``"opt
 key PettingZoo's conformance test sends, ignored). ``auto_forced`` must be a bool.
 
 An action must be an integer (a Python ``int`` or a numpy integer, not ``bool``) in
-``0 .. 3633``, in every mode: anything else raises ``TypeError`` (not an integer) or
-``ValueError`` (out of range) naming the action and the range, and changes nothing
+``0 .. 3633`` (``0 .. 6701`` with the Goat), in every mode: anything else raises
+``TypeError`` (not an integer) or ``ValueError`` (out of range) naming the action and the
+range, and changes nothing
 (:func:`odin_env.rules.check_action`, the rule ``Game.apply`` applies too). An agent that is
 already terminated is stepped with ``None``, as PettingZoo's protocol has it.
 
@@ -65,7 +68,7 @@ from pettingzoo.utils import wrappers
 
 from odin_env.observation import box, observe
 from odin_env.render import NO_RENDER_MODE, describe
-from odin_env.rules import NUM_ACTIONS, Config, Game, check_action
+from odin_env.rules import Config, Game, check_action
 from odin_env.spec import check_options, check_seed, game_config
 
 ILLEGAL_MODES = ("raise", "terminate")
@@ -106,11 +109,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         obs_space = spaces.Dict(
             {
                 "observation": box(self.config),
-                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+                "action_mask": spaces.Box(0, 1, (self.config.num_actions,), np.int8),
             }
         )
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
-        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+        actions = spaces.Discrete(self.config.num_actions)
+        self.action_spaces = {a: actions for a in self.possible_agents}
         self._rng = np.random.default_rng()
         self.game: Game | None = None
 
@@ -147,7 +151,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if seat == game.current and not game.is_over:
             mask = game.legal_mask()
         else:
-            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+            mask = np.zeros(self.config.num_actions, dtype=np.int8)
         return {"observation": observe(game, seat), "action_mask": mask}
 
     def step(self, action: int | None) -> None:
@@ -155,7 +159,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        action = check_action(action)
+        action = check_action(action, self.config.goat)
         game = self.game
         paid = game.apply(action)
         if self.auto_forced and not game.is_over:
@@ -225,7 +229,7 @@ class _CheckedTerminateIllegal(wrappers.TerminateIllegalWrapper):
     def step(self, action: int | None) -> None:
         agent = self.agent_selection
         if not (self.terminations[agent] or self.truncations[agent]):
-            action = check_action(action)
+            action = check_action(action, self.env.unwrapped.config.goat)
         super().step(action)
 
 

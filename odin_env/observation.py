@@ -29,6 +29,13 @@ view               shape       content
 observation or of a batch (leading axes are kept). The scale factors are ``SCALE``.
 :func:`high` gives every entry's true maximum under a config (the minimum is 0): the
 environments' observation spaces are ``Box(0, high(config))``.
+
+A game with the Goat (RULES G1-G5) has :data:`GOAT_FIELD_SIZE` entries more, after all of the
+above (so every other entry keeps its place): ``goat`` (11,), a one-hot of where the observer
+sees the Goat: in its hand, on the table, in the beaten combo to take from, in the discard,
+known in slot ``k``'s hand (6 entries: slot 0 is the observer, who then also has it in hand),
+or unseen (in another hand it was dealt to; it is never set aside). The planes hold the coloured
+cards only; ``hand_size`` counts the Goat as a card. :func:`observation_size` gives the size.
 """
 
 from __future__ import annotations
@@ -36,10 +43,8 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from odin_env.cards import MAX_HAND, NUM_CARDS, NUM_COLOURS, NUM_VALUES
-from odin_env.combos import COMBO_BITS
-from odin_env.rules import LEAD, MAX_PLAYERS, MIN_PLAYERS, Config, Game
-from odin_env.spec import refuse_goat
+from odin_env.cards import GOAT_BIT, MAX_HAND, NUM_CARDS, NUM_COLOURS, NUM_VALUES
+from odin_env.rules import LEAD, MAX_PLAYERS, MIN_PLAYERS, PLAY_BITS, Config, Game
 
 SLOTS = MAX_PLAYERS
 PLANES = (("hand", 1), ("table", 1), ("take", 1), ("discard", 1), ("known", SLOTS))
@@ -82,6 +87,18 @@ def _build_layout() -> dict[str, tuple[slice, tuple[int, ...]]]:
 
 LAYOUT = _build_layout()
 OBS_SIZE = max(s.stop for s, _ in LAYOUT.values())
+GOAT_PLACES = ("hand", "table", "take", "discard", *(f"known_{k}" for k in range(SLOTS)), "unseen")
+"""The entries of a Goat game's ``goat`` field, in order."""
+GOAT_FIELD_SIZE = len(GOAT_PLACES)
+GOAT_FIELD = slice(OBS_SIZE, OBS_SIZE + GOAT_FIELD_SIZE)
+"""Where the ``goat`` field lies in a Goat game's observation."""
+
+
+def observation_size(config: Config) -> int:
+    """Entries of an observation under ``config``: :data:`OBS_SIZE`, plus the Goat's field."""
+    return OBS_SIZE + (GOAT_FIELD_SIZE if config.goat else 0)
+
+
 PLANES_SIZE = NUM_PLANES * NUM_CARDS
 
 
@@ -89,8 +106,7 @@ def high(config: Config) -> np.ndarray:
     """Every entry's true maximum under ``config`` (``float32[OBS_SIZE]``, read-only): 1 for the
     0/1 and count fields, ``penalty_cap(threshold) / threshold`` for ``penalty`` and
     ``threshold / 100`` for ``threshold`` (that field is constant). The minimum is 0 for all."""
-    refuse_goat(config, "the observation")
-    out = np.ones(OBS_SIZE, dtype=np.float32)
+    out = np.ones(observation_size(config), dtype=np.float32)
     out[LAYOUT["penalty"][0]] = penalty_cap(config.threshold) / config.threshold
     out[LAYOUT["threshold"][0]] = config.threshold / SCALE["threshold"]
     out.flags.writeable = False
@@ -102,7 +118,7 @@ def box(config: Config) -> spaces.Box:
     float32)`` that prints its bounds by field, ``Box(0.0, 1.0 but penalty 1.53 and threshold
     0.15, (574,), float32)``, rather than as all ``OBS_SIZE`` of them."""
     top = high(config)
-    space = spaces.Box(0.0, top, (OBS_SIZE,), np.float32)
+    space = spaces.Box(0.0, top, top.shape, np.float32)
     other = []
     for name, (s, _) in LAYOUT.items():
         low, most = float(top[s].min()), float(top[s].max())
@@ -113,11 +129,18 @@ def box(config: Config) -> spaces.Box:
 
 
 def views(obs: np.ndarray) -> dict[str, np.ndarray]:
-    """Named, reshaped views (no copies) of an observation or a batch ``(..., OBS_SIZE)``."""
-    if obs.shape[-1] != OBS_SIZE:
-        raise ValueError(f"an observation has {OBS_SIZE} entries, got shape {obs.shape}")
+    """Named, reshaped views (no copies) of an observation or a batch ``(..., OBS_SIZE)`` (or
+    of a Goat game's, ``goat`` included)."""
+    goat = OBS_SIZE + GOAT_FIELD_SIZE
+    if obs.shape[-1] not in (OBS_SIZE, goat):
+        raise ValueError(
+            f"an observation has {OBS_SIZE} entries ({goat} with the Goat), got shape {obs.shape}"
+        )
     lead = obs.shape[:-1]
-    return {name: obs[..., s].reshape(lead + shape) for name, (s, shape) in LAYOUT.items()}
+    named = {name: obs[..., s].reshape(lead + shape) for name, (s, shape) in LAYOUT.items()}
+    if obs.shape[-1] == goat:
+        named["goat"] = obs[..., GOAT_FIELD]
+    return named
 
 
 def card_sets(obs: np.ndarray) -> list[int]:
@@ -166,11 +189,10 @@ def _static_tail(config: Config) -> np.ndarray:
 def observe(game: Game, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """Encode what ``seat`` sees of ``game`` (into ``out`` when given)."""
     config = game.config
-    refuse_goat(config, "the observation")
     n = config.players
-    obs = np.empty(OBS_SIZE, dtype=np.float32) if out is None else out
+    obs = np.empty(observation_size(config), dtype=np.float32) if out is None else out
     order = [(seat + k) % n for k in range(n)]
-    table = COMBO_BITS[game.table] if game.table >= 0 else 0
+    table = PLAY_BITS[game.table] if game.table >= 0 else 0
     known = game.known
     sets = [game.hands[seat], table, game.take_from, game.discard]
     sets += [known[s] for s in order]
@@ -192,8 +214,19 @@ def observe(game: Game, seat: int, out: np.ndarray | None = None) -> np.ndarray:
         + phase
         + [game.passes / (n - 1)]
     )  # fmt: skip
-    obs[PLANES_SIZE + _DYNAMIC_SIZE :] = _static_tail(config)
+    obs[PLANES_SIZE + _DYNAMIC_SIZE : OBS_SIZE] = _static_tail(config)
+    if config.goat:
+        obs[GOAT_FIELD] = _goat_place(sets[: 4 + n])
     return obs
+
+
+def _goat_place(sets: list[int]) -> list[float]:
+    """The ``goat`` field from the observer's hand, the table, the take, the discard and the
+    slots' known cards (each that holds the Goat: the observer's hand and its known cards both
+    when it took the Goat), else unseen."""
+    where = [1.0 if bits & GOAT_BIT else 0.0 for bits in sets]
+    where += [0.0] * (GOAT_FIELD_SIZE - 1 - len(where))
+    return where + [0.0 if any(where) else 1.0]
 
 
 _NO_SETS = {n: [0] * (SLOTS - n) for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)}

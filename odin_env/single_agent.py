@@ -63,7 +63,7 @@ from gymnasium import spaces
 
 from odin_env.observation import box, observe
 from odin_env.render import NO_RENDER_MODE, describe
-from odin_env.rules import NUM_ACTIONS, Config, Game
+from odin_env.rules import NUM_ACTIONS, Config, Game, refuse_goat
 from odin_env.spec import check_action, check_options, check_seed, game_config
 
 ILLEGAL_MODES = ("terminate", "raise")
@@ -125,6 +125,8 @@ class SingleAgentEnv(gym.Env):
     ):
         super().__init__()
         self.config = config = game_config(config, settings)
+        # The opponents are the lab's agents, which do not play the Goat yet (the AEC env does).
+        refuse_goat(config, "the single-agent env")
         players = config.players
         self.opponents = opponents
         if not _is_draw(opponents) and opponents is not None and not _is_policy(opponents):

@@ -22,6 +22,7 @@ from odin_env.combos import (
     combo_number,
     is_combo,
 )
+from odin_env.observation import OBS_SIZE, box, observation_size, observe, views
 from odin_env.rules import (
     GOAT_PLAY,
     GOAT_TAKE,
@@ -201,22 +202,90 @@ def test_g2_a_built_position_refuses_a_goat_in_a_same_number_combo_and_a_game_wi
 
 
 def test_the_layers_that_do_not_play_the_goat_refuse_it_in_one_line():
-    from odin_env import env as aec_env
     from odin_env.batched import BatchedGames
-    from odin_env.observation import observe
+    from odin_env.single_agent import SingleAgentEnv
     from odin_lab.evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, parse_records
 
     refused = "goat: the {} does not support the Goat yet"
-    with pytest.raises(ValueError, match=refused.format("observation")):
-        observe(Game(GOAT_CONFIG, seed=0), 0)
     with pytest.raises(ValueError, match=refused.format("batched engine")):
         BatchedGames(GOAT_CONFIG)
-    with pytest.raises(ValueError, match=refused.format("observation")):
-        aec_env(players=4, goat=True)
+    with pytest.raises(ValueError, match=refused.format("single-agent env")):
+        SingleAgentEnv(GOAT_CONFIG)
     record = {"format": RECORDS_FORMAT, "version": RECORDS_VERSION, "config": {"goat": True},
               "agents_specs": ["greedy"] * 4, "game_records": []}  # fmt: skip
     with pytest.raises(ValueError, match=r"^g: config: goat: a records file does not support"):
         parse_records(json.dumps(record).encode(), "g")
+
+
+def _goat_truth(game: Game, seat: int) -> list[float]:
+    """Where ``seat`` sees the Goat, worked out from the game's fields (the ``goat`` field)."""
+    n = game.config.players
+    places = game.where()
+    order = [(seat + k) % n for k in range(n)]
+    seen = [game.hands[seat], places["table"], places["take"], places["discard"]]
+    seen += [game.known[s] for s in order] + [0] * (6 - n)
+    field = [float(bool(bits & GOAT_BIT)) for bits in seen]
+    return field + [0.0 if any(field) else 1.0]
+
+
+@pytest.mark.parametrize("players", [2, 4, 6])
+def test_the_observation_says_where_the_goat_is_seen_and_keeps_every_other_entry(players):
+    config = Config(players=players, goat=True)
+    rng = np.random.default_rng(players)
+    seen = Counter()
+    for seed in range(4):
+        game = Game(config, seed=seed)
+        while not game.is_over:
+            for seat in range(players):
+                obs = observe(game, seat)
+                named = views(obs)
+                assert obs.shape == (observation_size(config),) == (OBS_SIZE + 11,)
+                assert named["goat"].tolist() == _goat_truth(game, seat)
+                hand = named["hand"].reshape(-1)
+                assert hand.tolist() == [float(game.hands[seat] >> c & 1) for c in range(54)]
+                assert named["hand_size"][0] * 9 == game.hands[seat].bit_count()  # Goat counted
+                assert box(config).contains(obs)
+                seen[int(np.argmax(named["goat"]))] += 1
+            game.apply(int(rng.choice(game.legal)))
+    assert {0, 1, 3, 10} <= set(seen)  # in hand, on the table, discarded, unseen
+
+
+def test_the_goat_in_another_hidden_hand_is_unseen_wherever_it_is():
+    """Two positions that differ only in which other seat holds the Goat (unknown to the
+    observer) give the observer the same observation."""
+    one = _position(3, ["R1 R2", "Goat B5", "G7 P8"], 0)
+    other = _position(3, ["R1 R2", "B5 G7", "Goat P8"], 0)
+    assert np.array_equal(observe(one, 0), observe(other, 0))
+    assert views(observe(one, 0))["goat"].tolist() == [0.0] * 10 + [1.0]
+    assert views(observe(one, 1))["goat"].tolist() == [1.0] + [0.0] * 10
+
+
+def test_the_aec_env_plays_goat_games_by_pettingzoos_api():
+    from pettingzoo.test import api_test
+
+    from odin_env import env as aec_env
+
+    api_test(aec_env(players=3, goat=True), num_cycles=60)
+    environment = aec_env(players=4, goat=True, threshold=5)
+    environment.reset(seed=2)
+    agent = environment.agent_selection
+    assert environment.action_space(agent).n == 6702
+    assert environment.observation_space(agent)["observation"].shape == (OBS_SIZE + 11,)
+    rng = np.random.default_rng(0)
+    goat_moves = 0
+    for _agent in environment.agent_iter(5000):
+        obs, _, done, _, _ = environment.last()
+        if done:
+            environment.step(None)
+            continue
+        assert obs["action_mask"].shape == (6702,)
+        action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        goat_moves += action >= GOAT_PLAY
+        environment.step(action)
+    assert not environment.agents and goat_moves > 0
+    with pytest.raises(ValueError, match="0-6701"):
+        environment.reset(seed=3)
+        environment.step(6702)
 
 
 def test_a_game_without_the_goat_never_meets_it():
