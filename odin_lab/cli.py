@@ -18,7 +18,7 @@ import sys
 import types
 import typing
 from collections.abc import Iterable
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +51,21 @@ def plain(text: str) -> str:
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """Each field of dataclass ``cls`` mapped to the docstring written under it."""
-    tree = ast.parse(inspect.getsource(cls).lstrip())
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    """Each field of dataclass ``cls`` mapped to the docstring written under it (in the class
+    that declares it last, its own or a base's)."""
     docs: dict[str, str] = {}
-    for node, after in zip(body, body[1:]):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[node.target.id] = plain(after.value.value)
+    for klass in reversed([k for k in cls.__mro__ if is_dataclass(k)]):
+        tree = ast.parse(inspect.getsource(klass).lstrip())
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for node, after in zip(body, body[1:]):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = plain(after.value.value)
     return docs
 
 

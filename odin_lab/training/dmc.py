@@ -47,9 +47,32 @@ exploration draws, the minibatch order, (at step 0) the network's initial weight
 games and pools of ``other_tables`` (``steps, TABLES, k``; also of the pool stream)."""
 
 
+def check_positive_ints(settings: object, names: tuple[str, ...]) -> None:
+    """``ValueError`` unless each named setting is a positive integer."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+
+
+def check_finite(settings: object, ranges: dict[str, tuple[float, float, str, bool]]) -> None:
+    """``ValueError`` unless each named setting is a finite number in its range (``low`` and
+    ``high``; ``closed``: ``low`` allowed; ``None`` allowed for ``epsilon_start``)."""
+    for name, (low, high, text, closed) in ranges.items():
+        value = getattr(settings, name)
+        if name == "epsilon_start" and value is None:
+            continue
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value) and value <= high
+        ok = ok and (value >= low if closed else value > low)
+        if not ok:
+            raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
+
+
 @dataclass
-class DMCConfig:
-    """Deep Monte Carlo's settings (``train.py --algo dmc``)."""
+class QNetworkSettings:
+    """The Q-network, its optimizer and its tables: the settings of every learner built on
+    :class:`DMCLearner` (DMC's and expert iteration's, each with its own defaults)."""
 
     net: list[int] = field(default_factory=lambda: [256, 256, 128])
     """Hidden layers of the Q-network (its input: the observation and the action's features)."""
@@ -59,11 +82,38 @@ class DMCConfig:
     """adam, or rmsprop (DouZero's: alpha 0.99, eps 1e-5)."""
     batch_size: int = 256
     """Minibatch size of the regression."""
+    epochs: int = 1
+    """Passes over each update's decisions."""
+    max_grad_norm: float = 40.0
+    """Gradients are clipped to this norm (DouZero's 40)."""
+    other_tables: list[int] = field(default_factory=list)
+    """Other table sizes (numbers of players) the learner also plays: one update at each size in
+    turn, the game's ``players`` first, so one network learns every listed size (the
+    observation says the size). Evaluations play the game's ``players``. Empty: that size
+    alone."""
+
+    def check_network(self, run: TrainConfig) -> None:
+        """``ValueError`` naming the first bad setting of this section."""
+        check_tables(self.other_tables, run)
+        check_positive_ints(self, ("batch_size", "epochs"))
+        check_finite(self, {name: (0.0, math.inf, "> 0", False)
+                       for name in ("learning_rate", "max_grad_norm")})  # fmt: skip
+        if not self.net or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
+                               for n in self.net):  # fmt: skip
+            raise ValueError(f"net must be one or more positive layer sizes; got {self.net!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}"
+            )
+
+
+@dataclass
+class DMCConfig(QNetworkSettings):
+    """Deep Monte Carlo's settings (``train.py --algo dmc``)."""
+
     decisions_per_update: int = 4096
     """Learner decisions of finished episodes gathered before each update (an update trains on
     all it has then, at least this many)."""
-    epochs: int = 1
-    """Passes over each update's decisions."""
     gamma: float = 1.0
     """Discount per later decision of the same seat (1: the return of the episode)."""
     horizon: str = "hand"
@@ -78,44 +128,16 @@ class DMCConfig:
     (None: ``epsilon`` throughout)."""
     epsilon_decay_steps: int = 1_000_000
     """Learner decisions over which ``epsilon_start`` falls to ``epsilon``."""
-    max_grad_norm: float = 40.0
-    """Gradients are clipped to this norm (DouZero's 40)."""
-    other_tables: list[int] = field(default_factory=list)
-    """Other table sizes (numbers of players) the learner also plays: one update at each size in
-    turn, the game's ``players`` first, so one network learns every listed size (the
-    observation says the size). Evaluations play the game's ``players``. Empty: that size
-    alone."""
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
-        check_tables(self.other_tables, run)
-        for name in ("batch_size", "decisions_per_update", "epochs", "epsilon_decay_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        ranges = {
-            "learning_rate": (0.0, math.inf, "> 0", False),
-            "max_grad_norm": (0.0, math.inf, "> 0", False),
+        self.check_network(run)
+        check_positive_ints(self, ("decisions_per_update", "epsilon_decay_steps"))
+        check_finite(self, {
             "gamma": (0.0, 1.0, "in [0, 1]", True),
             "epsilon": (0.0, 1.0, "in [0, 1]", True),
             "epsilon_start": (0.0, 1.0, "in [0, 1] (or unset)", True),
-        }
-        for name, (low, high, text, closed) in ranges.items():
-            value = getattr(self, name)
-            if name == "epsilon_start" and value is None:
-                continue
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and value <= high
-            ok = ok and (value >= low if closed else value > low)
-            if not ok:
-                raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
-        if not self.net or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
-                               for n in self.net):  # fmt: skip
-            raise ValueError(f"net must be one or more positive layer sizes; got {self.net!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}"
-            )
+        })  # fmt: skip
         if self.horizon not in HORIZONS:
             raise ValueError(f"horizon must be one of {', '.join(HORIZONS)}; got {self.horizon!r}")
         if self.horizon == "hand" and run.game.reward != "penalty":
@@ -391,4 +413,7 @@ class DMCLearner:
         self.collector, self.collectors = None, []
 
 
-__all__ = ["DMCConfig", "DMCLearner", "QNetwork", "check_tables", "table_sizes"]
+__all__ = [
+    "DMCConfig", "DMCLearner", "QNetwork", "QNetworkSettings", "check_finite",
+    "check_positive_ints", "check_tables", "table_sizes",
+]  # fmt: skip

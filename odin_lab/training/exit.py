@@ -16,9 +16,8 @@ network as it was at the start of the update (the expert improves with its appre
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch as th
@@ -29,7 +28,12 @@ from agents.registry import SEARCH_MAX_ROLLOUTS
 from agents.search import score_candidates
 from odin_env.seeding import spawn_seed
 from odin_lab.training.config import TrainConfig, check_count
-from odin_lab.training.dmc import OPTIMIZERS, DMCLearner, check_tables
+from odin_lab.training.dmc import (
+    DMCLearner,
+    QNetworkSettings,
+    check_finite,
+    check_positive_ints,
+)
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.selfplay import episode_summary
 
@@ -41,31 +45,24 @@ seeds of the searches (DMC's sub-streams are 1-3)."""
 
 
 @dataclass
-class ExItConfig:
-    """Expert iteration's settings (``train.py --algo exit``)."""
+class ExItConfig(QNetworkSettings):
+    """Expert iteration's settings (``train.py --algo exit``): DMC's network (a DMC model is a
+    warm start, ``--init``), then the search's."""
 
-    net: list[int] = field(default_factory=lambda: [256, 256, 128])
-    """Hidden layers of the Q-network (DMC's: a DMC model is a warm start, ``--init``)."""
     learning_rate: float = 3e-4
     """Step size of the optimizer."""
-    optimizer: str = "adam"
-    """adam, or rmsprop."""
     batch_size: int = 256
     """Minibatch size of the regression, in (decision, candidate) pairs."""
-    decisions_per_update: int = 128
-    """Decisions the search labels before each update."""
     epochs: int = 2
     """Passes over each update's labels."""
-    max_grad_norm: float = 40.0
-    """Gradients are clipped to this norm."""
+    decisions_per_update: int = 128
+    """Decisions the search labels before each update."""
     rollouts: int = 128
     """Search playouts per labelled decision, shared among its candidates."""
     playout: str = "planner"
     """Who plays the search's playouts: a batched heuristic, or learner (the network)."""
     epsilon: float = 0.0
     """Chance that a learner decision is a uniformly random legal action (not labelled)."""
-    other_tables: list[int] = field(default_factory=list)
-    """Other table sizes the learner also plays, one update each in turn (DMC's setting)."""
 
     # Not settings: the actors' returns are DMC's, by hand (they are logged, not learned).
     gamma = 1.0
@@ -73,30 +70,10 @@ class ExItConfig:
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
-        check_tables(self.other_tables, run)
-        for name in ("batch_size", "decisions_per_update", "epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        self.check_network(run)
+        check_positive_ints(self, ("decisions_per_update",))
         check_count("rollouts", self.rollouts, 1, SEARCH_MAX_ROLLOUTS)  # search:N's limit
-        for name, closed, high, text in (
-            ("learning_rate", False, math.inf, "> 0"),
-            ("max_grad_norm", False, math.inf, "> 0"),
-            ("epsilon", True, 1.0, "in [0, 1]"),
-        ):
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and value <= high
-            ok = ok and (value >= 0 if closed else value > 0)
-            if not ok:
-                raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
-        if not self.net or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
-                               for n in self.net):  # fmt: skip
-            raise ValueError(f"net must be one or more positive layer sizes; got {self.net!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}"
-            )
+        check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
         playouts = [*BATCH_HEURISTICS, LEARNER_PLAYOUT]
         if self.playout not in playouts:
             raise ValueError(f"playout must be one of {', '.join(playouts)}; got {self.playout!r}")
