@@ -119,16 +119,20 @@ def legal_actions(pos: Position) -> set[int]:
     return set()
 
 
-def step(pos: Position, action: int) -> Position | str:
+def step(pos: Position, action: int, *, legal=None, played=None, taken_card=None) -> Position | str:
     """The position after ``action`` within a hand, or ``"hand over"`` when a hand empties (R13).
 
     Written straight from R8-R11 so that the engine's transitions can be checked one by one.
+    ``legal``, ``played`` (an action's cards) and ``taken_card`` (a take action's card) read
+    the actions; by default, those of a game without the Goat (:mod:`oracle_goat` passes its
+    own).
     """
-    assert action in legal_actions(pos), (action, pos)
+    legal = legal or legal_actions
+    assert action in legal(pos), (action, pos)
     n, seat = pos.players, pos.current
     nxt = (seat + 1) % n  # R16: clockwise is the next seat index
     if pos.phase == "take":
-        taken = action - TAKE
+        taken = taken_card(action) if taken_card else action - TAKE
         hands = list(pos.hands)
         hands[seat] = hands[seat] | {taken}
         discard = pos.discard | (pos.take_from - {taken})
@@ -144,7 +148,7 @@ def step(pos: Position, action: int) -> Position | str:
                 phase="lead", current=pos.owner,
             )  # fmt: skip
         return replace(pos, passes=passes, current=nxt)
-    played = frozenset(ORACLE_COMBOS[action])
+    played = played(action) if played else frozenset(ORACLE_COMBOS[action])
     hands = list(pos.hands)
     hands[seat] = hands[seat] - played
     if not hands[seat]:

@@ -7,7 +7,6 @@ tables; the engine must agree with it and never use it.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import combinations
 
 import oracle
@@ -88,38 +87,11 @@ def legal_actions(pos: Position) -> set[int]:
 
 
 def step(pos: Position, action: int) -> Position | str:
-    """The position after ``action`` within a hand, or ``"hand over"`` (as :func:`oracle.step`)."""
-    assert action in legal_actions(pos), (action, pos)
-    n, seat = pos.players, pos.current
-    nxt = (seat + 1) % n
-    hands = list(pos.hands)
-    if pos.phase == "take":
-        taken = GOAT if action == TAKE_GOAT else action - oracle.TAKE
-        hands[seat] = hands[seat] | {taken}
-        discard = pos.discard | (pos.take_from - {taken})
-        return replace(
-            pos, hands=tuple(hands), take_from=frozenset(), discard=discard,
-            phase="follow", current=nxt,
-        )  # fmt: skip
-    if action == oracle.PASS:
-        if pos.passes + 1 == n - 1:
-            return replace(
-                pos, table=frozenset(), discard=pos.discard | pos.table, passes=0,
-                phase="lead", current=pos.owner,
-            )  # fmt: skip
-        return replace(pos, passes=pos.passes + 1, current=nxt)
-    played = CARDS_OF[action]
-    hands[seat] = hands[seat] - played
-    if not hands[seat]:
-        return "hand over"
-    if pos.phase == "lead":
-        return replace(
-            pos, hands=tuple(hands), table=played, owner=seat, passes=0,
-            phase="follow", current=nxt,
-        )  # fmt: skip
-    return replace(
-        pos, hands=tuple(hands), table=played, owner=seat, passes=0,
-        phase="take", take_from=pos.table,
+    """The position after ``action`` within a hand, or ``"hand over"``: :func:`oracle.step`
+    (R8-R11) with the Goat's actions."""
+    return oracle.step(
+        pos, action, legal=legal_actions, played=CARDS_OF.__getitem__,
+        taken_card=lambda a: GOAT if a == TAKE_GOAT else a - oracle.TAKE,
     )  # fmt: skip
 
 
