@@ -174,8 +174,8 @@ def ids(text: str) -> list[int]:
 
 
 def set_of(bits: int) -> frozenset[int]:
-    """The card ids in a 54-bit card-set int."""
-    return frozenset(c for c in range(NUM_CARDS) if bits >> c & 1)
+    """The card ids in a card-set int (bit 54 is the Goat's, in a Goat game: G1)."""
+    return frozenset(c for c in range(NUM_CARDS + 1) if bits >> c & 1)
 
 
 _PHASES = {0: "lead", 1: "follow", 2: "take", 3: "over"}

@@ -100,22 +100,5 @@ def penalty(hand: frozenset[int]) -> int:
     return len(hand) + (4 if GOAT in hand else 0)
 
 
-def set_of(bits: int) -> frozenset[int]:
-    """The card ids in a card-set int, the Goat's bit 54 included."""
-    return frozenset(c for c in range(GOAT + 1) if bits >> c & 1)
-
-
-def position_of(game) -> Position:
-    """An engine ``Game`` (with the Goat) as an oracle :class:`Position`."""
-    places = game.where()
-    return Position(
-        players=game.config.players,
-        hands=tuple(set_of(h) for h in game.hands),
-        current=game.current,
-        phase={0: "lead", 1: "follow", 2: "take", 3: "over"}[game.phase],
-        table=set_of(places["table"]),
-        owner=game.owner,
-        take_from=set_of(places["take"]),
-        passes=game.passes,
-        discard=set_of(places["discard"]),
-    )
+position_of = oracle.position_of
+set_of = oracle.set_of
