@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("results/table_sizes"))
     p.add_argument("--json", type=Path, help="also write the figures to this file")
+    argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
     for spec in [args.agent, *args.opponents]:
         try:
@@ -73,15 +74,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"games (parity {100 * row['parity']:.1f}%)",
                 flush=True,
             )
-    _write(rows, args)
+    _write(rows, args, argv)
     print(f"wrote {args.out / 'table_sizes.json'} and table_sizes.png")
     return 0
 
 
-def _write(rows: list[dict], args: argparse.Namespace) -> None:
+def _write(rows: list[dict], args: argparse.Namespace, argv: list[str]) -> None:
     from matplotlib.figure import Figure
 
-    command = " ".join(["python", "benchmarks/table_sizes.py", *map(shlex.quote, sys.argv[1:])])
+    command = " ".join(["python", "benchmarks/table_sizes.py", *map(shlex.quote, argv)])
     settings = {"agent": args.agent, "games": args.games, "seed": args.seed}
     report = json.dumps({"command": command, "settings": settings, "rows": rows}, indent=2)
     for path in [args.out / "table_sizes.json"] + ([args.json] if args.json else []):

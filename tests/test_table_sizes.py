@@ -3,31 +3,36 @@ asked table size, the same figures whatever the worker count, and bad input in o
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "table_sizes", ROOT / "benchmarks" / "table_sizes.py"
+)
+table_sizes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(table_sizes)
 
 
-def run(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "table_sizes.py"), *map(str, args)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
+def run(*args: object) -> dict:
+    """``table_sizes.py`` run in this process; its report."""
+    assert table_sizes.main([str(a) for a in args]) == 0
+    out = Path(args[args.index("--out") + 1])
+    assert (out / "table_sizes.png").stat().st_size > 0
+    return json.loads((out / "table_sizes.json").read_text())
 
 
 def test_every_size_and_opponent_gets_its_row_whatever_the_workers(tmp_path):
     rows = {}
     for workers in (1, 2):
-        out = tmp_path / f"w{workers}"
-        done = run("--agent", "greedy", "--opponents", "random", "shaper", "--players", 2, 5,
-                   "--games", 12, "--seed", 3, "--workers", workers, "--out", out)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        report = json.loads((out / "table_sizes.json").read_text())
-        assert "benchmarks/table_sizes.py --agent greedy" in report["command"]
-        assert (out / "table_sizes.png").stat().st_size > 0
+        report = run("--agent", "greedy", "--opponents", "random", "shaper", "--players", 2, 5,
+                     "--games", 12, "--seed", 3, "--workers", workers, "--out",
+                     tmp_path / f"w{workers}")  # fmt: skip
+        assert report["settings"] == {"agent": "greedy", "games": 12, "seed": 3}
+        assert report["command"].startswith("python benchmarks/table_sizes.py --agent greedy")
         rows[workers] = report["rows"]
     assert rows[1] == rows[2]
     got = [(r["players"], r["opponent"], r["games"]) for r in rows[1]]
@@ -38,12 +43,17 @@ def test_every_size_and_opponent_gets_its_row_whatever_the_workers(tmp_path):
     assert against[2, "random"] > against[2, "shaper"]  # greedy beats random, not shaper
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path):
-    for args, named in (
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
         (["--players", "7"], "--players must be table sizes 2-6"),
         (["--agent", "nobody"], "unknown agent spec 'nobody'"),
         (["--games", "0"], "--games must be >= 1"),
-    ):
-        done = run(*args, "--out", tmp_path / "x")
-        assert done.returncode == 2 and named in done.stderr.strip().splitlines()[-1]
-        assert not (tmp_path / "x").exists()
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, named, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        table_sizes.main([*args, "--out", str(tmp_path / "x")])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "x").exists()
