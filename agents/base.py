@@ -12,6 +12,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from odin_env.spec import NUM_GOAT_ACTIONS
+
 
 @runtime_checkable
 class Agent(Protocol):
@@ -28,8 +30,17 @@ def legal_actions(action_mask: np.ndarray) -> np.ndarray:
     return np.asarray(action_mask).view(np.bool_).nonzero()[0]
 
 
+def refuse_goat(action_mask: np.ndarray, who: str) -> None:
+    """``ValueError`` (one line, naming the setting) when ``action_mask`` is a Goat game's
+    (6,702 actions, RULES G5), which ``who`` does not play yet: never a silent wrong game."""
+    if np.shape(action_mask)[-1] == NUM_GOAT_ACTIONS:
+        raise ValueError(
+            f"goat: {who} does not play the Goat yet (RULES G1-G5); play it with goat=False"
+        )
+
+
 class RandomAgent:
-    """Uniform over the legal actions."""
+    """Uniform over the legal actions (of any game: with the Goat too)."""
 
     def __init__(self, seed: int | None = None):
         self.name = "random"
@@ -47,4 +58,4 @@ class RandomAgent:
         return int(legal[self.rng.integers(legal.size)])
 
 
-__all__ = ["Agent", "RandomAgent", "legal_actions"]
+__all__ = ["Agent", "RandomAgent", "legal_actions", "refuse_goat"]

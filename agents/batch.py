@@ -32,7 +32,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.base import Agent
+from agents.base import Agent, refuse_goat
 from odin_env._batched_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
@@ -52,6 +52,7 @@ class BatchAgent(Protocol):
 
 def check_batch(obs: np.ndarray, mask: np.ndarray) -> None:
     """``ValueError`` unless ``obs`` is ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``."""
+    refuse_goat(mask, "the batched agents")
     if obs.ndim != 2 or obs.shape[1] != OBS_SIZE:
         raise ValueError(f"obs must have shape (B, {OBS_SIZE}); got {obs.shape}")
     if mask.shape != (obs.shape[0], NUM_ACTIONS):

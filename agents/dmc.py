@@ -27,12 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import refuse_goat
 from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 
 ALGO = "dmc"
 """The ``algo`` entry of a DMC model's ``model`` JSON, and its agent spec's kind (``dmc:PATH``)."""
+BUNDLED_DMC = Path(__file__).resolve().parent / "models" / "dmc.safetensors"
+"""The bundled DMC network, ``agents.make("dmc")``: one network for every table size, 2-6
+players, with no heuristic and no search inside (its card: ``models/dmc.json``)."""
 ACTIVATION = "ReLU"
 """The activation of every hidden layer."""
 TENSORS = (
@@ -192,6 +196,7 @@ class DMCAgent:
 
     def values(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """``(n, 3634)`` float32: ``Q`` of each legal action of each row, ``-inf`` elsewhere."""
+        refuse_goat(action_masks, "a DMC model trained without the Goat")
         observations = np.reshape(observations, (-1, OBS_SIZE))
         masks = np.asarray(action_masks).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
         if len(masks) != len(observations):

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from agents.base import refuse_goat
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import is_combo
 from odin_env.observation import card_sets, views
@@ -141,6 +142,7 @@ class Seen:
 
 def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
     """Decode the observation and legal mask into a :class:`Seen`."""
+    refuse_goat(action_mask, "the hand-written agents and search")
     v = views(observation)
     legal = np.asarray(action_mask).view(np.bool_).nonzero()[0]
     plays = legal[legal < PASS]

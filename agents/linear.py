@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import refuse_goat
 from agents.batched_linear import FEATURE_ORDER, batch_features
 from agents.hand import VALUE_LINE, VALUE_OF, cover
 from agents.ppo import is_zip, read_parts, write_model
@@ -242,6 +243,7 @@ def features(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     (``(P, NUM_FEATURES)`` float64), computed in one numba call
     (:func:`agents.batched_linear.batch_features`; :func:`row_features` is the same in Python).
     ``ValueError`` for a row without a legal action."""
+    refuse_goat(mask, "the linear feature players")
     obs = np.asarray(obs, dtype=np.float32).reshape(-1, OBS_SIZE)
     mask = np.asarray(mask).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
     if len(mask) != len(obs):

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import refuse_goat
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
 from agents.model_check import ACTIVATIONS as _ACTIVATIONS
@@ -200,6 +201,7 @@ class NumpyPolicy:
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """One legal action per row of a batch of (game) observations and masks."""
+        refuse_goat(action_masks, "a PPO model trained without the Goat")
         masks = np.asarray(action_masks).astype(bool, copy=False).reshape(-1, NUM_ACTIONS)
         if not masks.any(1).all():
             raise ValueError("an action mask has no legal action: this agent is not the one to act")
@@ -438,6 +440,7 @@ class PPOAgent(NumpyPolicy):
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """As :meth:`NumpyPolicy.act_batch`; warns once per table size the model was not
         trained for (it plays legally there, but weaker), unless :meth:`table_note` told it."""
+        refuse_goat(action_masks, "a PPO model trained without the Goat")
         trained = (getattr(self, "info", None) or {}).get("players")
         if trained is not None:
             rows = np.reshape(observations, (-1, OBS_SIZE))
@@ -493,6 +496,7 @@ class BundledPPO:
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """One legal action per row, each from the model of its row's table size."""
+        refuse_goat(action_masks, "the bundled PPO models")
         rows = np.reshape(observations, (-1, OBS_SIZE))
         masks = np.reshape(action_masks, (len(rows), NUM_ACTIONS))
         sizes = rows[:, _PLAYERS].argmax(1) + MIN_PLAYERS

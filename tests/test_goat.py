@@ -295,3 +295,21 @@ def test_a_game_without_the_goat_never_meets_it():
         assert all(a < NUM_ACTIONS for a in game.legal)
         assert not any(h & GOAT_BIT for h in game.hands)
         game.apply(int(rng.choice(game.legal)))
+
+
+@pytest.mark.parametrize(
+    "spec", ["greedy", "shaper", "planner", "linear", "ppo", "ppo:agents/models/net_4p.safetensors",
+             "search:4"],
+)  # fmt: skip
+def test_the_lab_agents_refuse_a_goat_game_in_one_line_and_random_plays_it(spec):
+    from agents import make
+    from agents.registry import has_batch_form, make_batch_agent
+
+    game = Game(GOAT_CONFIG, seed=4)
+    obs, mask = observe(game, game.current), game.legal_mask()
+    with pytest.raises(ValueError, match=r"^goat: .* does not play the Goat yet"):
+        make(spec).act(obs, mask)
+    if has_batch_form(spec):
+        with pytest.raises(ValueError, match=r"^goat: .* does not play the Goat yet"):
+            make_batch_agent(spec).act_batch(obs[None], mask[None])
+    assert make("random", seed=0).act(obs, mask) in game.legal
