@@ -2,8 +2,9 @@
 
 Specs: ``random``; a hand-written agent (``greedy``, ``shaper``, ``planner``:
 :data:`agents.heuristics.HEURISTICS`); ``ppo`` (the bundled models, one per table size that has
-one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``dmc:PATH`` (a deep Monte
-Carlo model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
+one: :class:`agents.ppo.BundledPPO`) or ``ppo:PATH`` (a model file); ``dmc`` (the bundled
+network, every table size: :data:`agents.dmc.BUNDLED_DMC`) or ``dmc:PATH`` (a deep Monte Carlo
+model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
 ``dmc``); ``linear`` (the bundled linear feature player, :data:`agents.linear.BUNDLED_LINEAR`)
 or ``linear:PATH`` (such a player's file, :class:`agents.linear.LinearAgent`; ``ppo:PATH`` plays
 one too); ``search``
@@ -31,7 +32,7 @@ from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
 from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.dmc import ALGO as DMC
-from agents.dmc import DMCAgent, model_algo, read_dmc_model
+from agents.dmc import BUNDLED_DMC, DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
 from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
@@ -49,14 +50,14 @@ MODEL_KINDS = ("ppo", DMC, LINEAR)
 
 def batch_form_names() -> list[str]:
     """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
-    return ["random", *BATCH_HEURISTICS, "ppo", f"{DMC}:PATH", LINEAR, f"{LINEAR}:PATH"]
+    return ["random", *BATCH_HEURISTICS, "ppo", DMC, f"{DMC}:PATH", LINEAR, f"{LINEAR}:PATH"]
 
 
 def agent_names() -> list[str]:
     """The lab's own specs without a path (outside agents: :func:`outside_names`), but
     ``linear``: a held-out opponent stays out of the lists that tools enumerate (a league drawn
     from them would train against it); it is a spec all the same."""
-    return ["random", *HEURISTICS, "ppo", "search"]
+    return ["random", *HEURISTICS, "ppo", DMC, "search"]
 
 
 def outside_names() -> list[str]:
@@ -68,10 +69,11 @@ def outside_names() -> list[str]:
 def spec_help() -> str:
     """What an agent spec may be, in one paragraph (the CLIs' help)."""
     return (
-        f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled models), "
-        f"ppo:PATH (a model file: read as data, never run as code), {DMC}:PATH (a deep Monte "
-        f"Carlo model file, also data), {LINEAR} (the bundled linear feature player, a held-out "
-        f"opponent) or {LINEAR}:PATH (such a player's file, data), "
+        f"{', '.join(HEURISTICS)} and random (hand-written), ppo (the bundled PPO models), "
+        f"ppo:PATH (a model file: read as data, never run as code), {DMC} (the bundled network "
+        f"alone, every table size) or {DMC}:PATH (a deep Monte Carlo model file, also data), "
+        f"{LINEAR} (the bundled linear feature player, a held-out opponent) or {LINEAR}:PATH "
+        "(such a player's file, data), "
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms), each optionally with :model (layouts weighted by the other "
@@ -89,9 +91,11 @@ def check_spec(spec: str) -> None:
         raise ValueError(f"an agent spec is a string; got {spec!r}")
     name, colon, path = spec.partition(":")
     if colon and not path and name in (*MODEL_KINDS, "search"):
-        plain = f" (or plain {name}, for the bundled models)" if name in ("ppo", LINEAR) else ""
+        plain = (
+            f" (or plain {name}, for the bundled models)" if name in ("ppo", DMC, LINEAR) else ""
+        )
         raise ValueError(f"agent spec {spec!r}: name what comes after the colon{plain}")
-    if name in ("ppo", LINEAR) or (name == DMC and path) or (name in agent_names() and not path):
+    if name in ("ppo", DMC, LINEAR) or (name in agent_names() and not path):
         return
     if name == "search":
         _search_budget(path)
@@ -138,7 +142,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == "random":
         return RandomAgent(seed)
     if name == DMC or (name == "ppo" and path and model_algo(path) == DMC):
-        return DMCAgent.load(path)
+        return DMCAgent.load(path or BUNDLED_DMC)
     if name == LINEAR or (name == "ppo" and path and model_algo(path) == LINEAR):
         return LinearAgent.load(path or BUNDLED_LINEAR)
     if name == "ppo":

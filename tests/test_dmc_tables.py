@@ -4,13 +4,17 @@ with the size whose turn it is, the model plays every size, and bad sizes are on
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_dmc import UPDATE, plays_legal_moves, train_py
 
-from agents.dmc import DMCAgent
+from agents.dmc import BUNDLED_DMC, DMCAgent, read_dmc_model
+from agents.registry import agent_names, make, make_batch_agent
 from odin_env.observation import LAYOUT
 from odin_env.rules import MIN_PLAYERS, Config
+from odin_lab.evaluation.provenance import model_files, sha256
 from odin_lab.training import make_config
 from odin_lab.training.dmc import DMCLearner
 
@@ -75,20 +79,38 @@ def test_a_resumed_run_goes_on_with_the_size_whose_turn_it_is():
     assert all(pool.snapshots == again.snapshots for pool in again.pools)
 
 
-@pytest.mark.parametrize(
-    ("args", "named"),
-    [
-        (["--other-tables", "7"], "other_tables must be table sizes (2-6 players); got [7]"),
-        (["--other-tables", "3", "3"], "other_tables names a size twice; got [3, 3]"),
-        (["--other-tables", "2", "--seat", "3"], "seat 3 does not exist at a table of 2"),
-        (["--algo", "exit", "--other-tables", "1"], "other_tables must be table sizes"),
-    ],
-    ids=["size", "twice", "seat", "exit"],
-)
-def test_bad_table_sizes_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = train_py("--runs-dir", tmp_path, "--name", "x", *args, "--total-steps", 64,
-                    timeout=120)  # fmt: skip
+def test_bad_table_sizes_are_one_line_errors_with_exit_code_2(tmp_path):
+    done = train_py("--runs-dir", tmp_path, "--name", "x", "--other-tables", 7, "--total-steps",
+                    64, timeout=120)  # fmt: skip
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert named in lines[0]
+    assert "other_tables must be table sizes (2-6 players); got [7]" in lines[0]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("algo", "settings", "named"),
+    [
+        ("dmc", {"other_tables": [3, 3]}, "other_tables names a size twice; got [3, 3]"),
+        ("dmc", {"other_tables": [2], "seat": 3}, "seat 3 does not exist at a table of 2"),
+        ("dmc", {"other_tables": "23"}, "other_tables must be table sizes"),
+        ("exit", {"other_tables": [1]}, "other_tables must be table sizes (2-6 players)"),
+    ],
+)
+def test_bad_table_sizes_are_refused_naming_the_setting(algo, settings, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        make_config(algo, game=Config(players=4), **settings).check()
+
+
+def test_the_bundled_network_is_a_network_alone_for_every_table_size():
+    """``dmc`` is the bundled DMC file, a Q-network read with numpy and nothing else (no
+    heuristic, no search), whose header names no table size, and it plays every size."""
+    agent = make("dmc")
+    assert type(agent) is DMCAgent and agent.path == BUNDLED_DMC
+    assert agent.info["players"] is None and agent.info["algo"] == "dmc"
+    assert set(agent.arrays) == {n for n in read_dmc_model(BUNDLED_DMC)[1]}
+    assert all(n.startswith(("state_in", "action_in", "hidden", "q.")) for n in agent.arrays)
+    for players in (2, 3, 4, 5, 6):
+        plays_legal_moves(agent, players)
+    assert isinstance(make_batch_agent("dmc"), DMCAgent) and "dmc" in agent_names()
+    assert model_files(["dmc"]) == {"dmc/dmc.safetensors": sha256(BUNDLED_DMC)}

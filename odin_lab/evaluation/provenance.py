@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+from agents.dmc import BUNDLED_DMC
 from agents.linear import BUNDLED_LINEAR
 from agents.ppo import bundled_models
 from agents.registry import MODEL_KINDS
@@ -50,8 +51,8 @@ def sha256(path: Path) -> str:
 
 def model_files(specs: Sequence[str]) -> dict[str, str]:
     """The sha256 of each model file the specs play: ``ppo:PATH``, ``dmc:PATH`` and
-    ``linear:PATH`` by their spec, the bundled models of ``ppo`` and ``linear`` as
-    ``ppo/FILE`` and ``linear/FILE``."""
+    ``linear:PATH`` by their spec, the bundled models of ``ppo``, ``dmc`` and ``linear`` as
+    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE``."""
     files = {}
     for spec in dict.fromkeys(specs):
         name, _, path = spec.partition(":")
@@ -63,6 +64,8 @@ def model_files(specs: Sequence[str]) -> dict[str, str]:
                 files[f"ppo/{model.name}"] = sha256(model)
         elif spec == "linear":
             files[f"linear/{BUNDLED_LINEAR.name}"] = sha256(BUNDLED_LINEAR)
+        elif spec == "dmc":
+            files[f"dmc/{BUNDLED_DMC.name}"] = sha256(BUNDLED_DMC)
     return files
 
 

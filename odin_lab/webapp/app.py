@@ -194,7 +194,10 @@ def create_app(
             "players": list(range(MIN_PLAYERS, MAX_PLAYERS + 1)),
             "threshold": Config().threshold,
             "max_threshold": MAX_THRESHOLD,
-            "notes": {"ppo": "bundled models trained for 2 players and for 4 (also at 3, 5, 6)"},
+            "notes": {
+                "ppo": "bundled models trained for 2 players and for 4 (also at 3, 5, 6)",
+                "dmc": "one network trained for every table size, with no heuristic inside",
+            },
         }
 
     @app.post("/api/games")
