@@ -19,14 +19,8 @@ from odin_env.cards import (
     cards_of,
     names,
 )
-from odin_env.combos import (
-    COMBO_NUMBER,
-    COMBO_SIZE,
-    GOAT_COMBO_NUMBER,
-    GOAT_COMBO_SIZE,
-    goat_combo_index_of_bits,
-)
-from odin_env.spec import FOLLOW, GOAT_PLAY, LEAD, PLAY_BITS, TAKING, Config
+from odin_env.combos import goat_combo_index_of_bits
+from odin_env.spec import FOLLOW, GOAT_PLAY, LEAD, PLAY_BITS, PLAY_NUMBER, PLAY_SIZE, TAKING, Config
 
 
 @dataclass(frozen=True)
@@ -113,16 +107,12 @@ def _combo(field_name: str, cards: object, colours: int, goat: bool) -> int:
     return combos.combo_index_of_bits(bits)
 
 
-def _size_number(play: int) -> tuple[int, int]:
-    if play >= GOAT_PLAY:
-        return int(GOAT_COMBO_SIZE[play - GOAT_PLAY]), int(GOAT_COMBO_NUMBER[play - GOAT_PLAY])
-    return int(COMBO_SIZE[play]), int(COMBO_NUMBER[play])
-
-
 def _beats(new: int, old: int) -> bool:
     """R7 on two plays (actions, with the Goat or not)."""
-    (new_size, new_number), (old_size, old_number) = _size_number(new), _size_number(old)
-    return new_size == old_size + 1 or (new_size == old_size and new_number > old_number)
+    new_size, old_size = PLAY_SIZE[new], PLAY_SIZE[old]
+    return new_size == old_size + 1 or (
+        new_size == old_size and PLAY_NUMBER[new] > PLAY_NUMBER[old]
+    )
 
 
 def check_position(

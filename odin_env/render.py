@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from odin_env.cards import names
-from odin_env.combos import COMBO_NUMBER, GOAT_COMBO_NUMBER
-from odin_env.rules import GOAT_PLAY, OVER, PHASE_NAMES, PLAY_BITS, Game
+from odin_env.rules import OVER, PHASE_NAMES, PLAY_BITS, PLAY_NUMBER, Game
 
 NO_RENDER_MODE = (
     'render() needs a render mode: create the env with render_mode="ansi" (returns the text) or '
@@ -25,10 +24,7 @@ def describe(game: Game, seat: int) -> str:
     else:
         lines.append(f"player_{game.current} to {PHASE_NAMES[game.phase]}")
     if game.table >= 0 and game.phase != OVER:
-        goat = game.table >= GOAT_PLAY
-        number = int(
-            GOAT_COMBO_NUMBER[game.table - GOAT_PLAY] if goat else COMBO_NUMBER[game.table]
-        )
+        number = PLAY_NUMBER[game.table]
         lines.append(f"table: {names(PLAY_BITS[game.table])} ({number}) by player_{game.owner}")
     if game.take_from:
         lines.append(f"take one of: {names(game.take_from)}")

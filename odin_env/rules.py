@@ -36,10 +36,7 @@ from odin_env.combos import (
     BY_COLOUR,
     BY_VALUE,
     COMBO_BITS,
-    COMBO_SIZE,
     GOAT_BEAT_LO,
-    GOAT_COMBO_NUMBER,
-    GOAT_COMBO_SIZE,
     goat_combo_index_of_bits,
 )
 from odin_env.positions import check_position
@@ -59,6 +56,8 @@ from odin_env.spec import (  # re-exported: odin_env.rules is where users look f
     PASS,
     PHASE_NAMES,
     PLAY_BITS,
+    PLAY_NUMBER,
+    PLAY_SIZE,
     REWARDS,
     TAKE,
     TAKING,
@@ -69,8 +68,8 @@ from odin_env.spec import (  # re-exported: odin_env.rules is where users look f
 )
 
 _BEAT_LO = [*BEAT_LO.tolist(), *[0] * (GOAT_PLAY - PASS), *GOAT_BEAT_LO.tolist()]
-_SIZE = [*COMBO_SIZE.tolist(), *[0] * (GOAT_PLAY - PASS), *GOAT_COMBO_SIZE.tolist()]
-_GOAT_NUMBER = GOAT_COMBO_NUMBER.tolist()
+_SIZE = list(PLAY_SIZE)
+_NUMBER = list(PLAY_NUMBER)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -123,8 +122,7 @@ def goat_follow_plays(hand: int, table: int) -> list[int]:
     if not hand & GOAT_BIT:
         return []
     size = _SIZE[table]
-    number = _GOAT_NUMBER[table - GOAT_PLAY] if table >= GOAT_PLAY else combos.COMBO_NUMBER[table]
-    plays = [a for a in goat_combos(hand, size) if _GOAT_NUMBER[a - GOAT_PLAY] > number]
+    plays = [a for a in goat_combos(hand, size) if _NUMBER[a] > _NUMBER[table]]
     if size < MAX_HAND:
         plays += goat_combos(hand, size + 1)
     return plays

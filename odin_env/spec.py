@@ -27,7 +27,16 @@ from typing import Any
 import numpy as np
 
 from odin_env.cards import NUM_CARDS, NUM_COLOURS
-from odin_env.combos import COMBO_BITS, GOAT_COMBO_BITS, NUM_COMBOS, NUM_GOAT_COMBOS
+from odin_env.combos import (
+    COMBO_BITS,
+    COMBO_NUMBER,
+    COMBO_SIZE,
+    GOAT_COMBO_BITS,
+    GOAT_COMBO_NUMBER,
+    GOAT_COMBO_SIZE,
+    NUM_COMBOS,
+    NUM_GOAT_COMBOS,
+)
 
 PASS = NUM_COMBOS
 TAKE = NUM_COMBOS + 1
@@ -40,6 +49,11 @@ NUM_GOAT_ACTIONS = GOAT_TAKE + 1
 PLAY_BITS: tuple[int, ...] = (*COMBO_BITS, *[0] * (GOAT_PLAY - PASS), *GOAT_COMBO_BITS, 0)
 """Per action (of a Goat game; a game without the Goat has the first 3,634): the card-set int a
 play puts down, 0 for a pass or a take."""
+_NO_PLAY = [0] * (GOAT_PLAY - PASS)
+PLAY_SIZE: tuple[int, ...] = (*COMBO_SIZE.tolist(), *_NO_PLAY, *GOAT_COMBO_SIZE.tolist(), 0)
+"""Per action, as :data:`PLAY_BITS`: the number of cards a play puts down (0: not a play)."""
+PLAY_NUMBER: tuple[int, ...] = (*COMBO_NUMBER.tolist(), *_NO_PLAY, *GOAT_COMBO_NUMBER.tolist(), 0)
+"""Per action, as :data:`PLAY_BITS`: a play's number (R5, G2; 0: not a play)."""
 
 LEAD, FOLLOW, TAKING, OVER = 0, 1, 2, 3
 PHASE_NAMES = ("lead", "follow", "take", "over")
@@ -217,7 +231,8 @@ def game_config(config: Config | None, settings: dict[str, Any]) -> Config:
 __all__ = [
     "ACTION_RANGES", "EPISODES", "FIRST_PLAYER_RULES", "FOLLOW", "GOAT_ACTION_RANGES",
     "GOAT_PLAY", "GOAT_TAKE", "LEAD", "MAX_PLAYERS", "MAX_THRESHOLD", "MIN_PLAYERS",
-    "NUM_ACTIONS", "NUM_GOAT_ACTIONS", "OVER", "PLAY_BITS", "PASS", "PHASE_NAMES", "REWARDS",
+    "NUM_ACTIONS", "NUM_GOAT_ACTIONS", "OVER", "PLAY_BITS", "PLAY_NUMBER", "PLAY_SIZE", "PASS",
+    "PHASE_NAMES", "REWARDS",
     "TAKE", "TAKING", "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action",
     "check_options", "check_seed", "game_config", "refuse_goat",
 ]  # fmt: skip
