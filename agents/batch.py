@@ -15,7 +15,7 @@ acting seat's observation row and its legal-action mask. It is fed by
 agent, fast for none: native batched agents are the fast path). ``act_by_seat`` plays a table of
 different agents, one per seat, asking each for the rows where its seat acts.
 :func:`agents.registry.make_batch_agent` builds the batched form of a spec (``random``, the
-heuristics' native forms of :mod:`agents.batched_heuristics`, ``ppo``).
+heuristics of :mod:`agents.heuristics`, which are batched agents themselves, ``ppo``).
 
 Keys: a batch's rows come from whichever games the caller batched together, so a stochastic
 batched agent drawing from one generator gives a game different actions in a different batch.
@@ -34,9 +34,9 @@ import numpy as np
 
 from agents.base import Agent, refuse_goat
 from odin_env._batched_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
-from odin_env.observation import OBS_SIZE
-from odin_env.rules import NUM_ACTIONS
+from odin_env.observation import GOAT_FIELD_SIZE, OBS_SIZE
 from odin_env.seeding import keyed_uniforms
+from odin_env.spec import NUM_ACTIONS, NUM_GOAT_ACTIONS
 
 
 @runtime_checkable
@@ -50,13 +50,19 @@ class BatchAgent(Protocol):
         ...
 
 
-def check_batch(obs: np.ndarray, mask: np.ndarray) -> None:
-    """``ValueError`` unless ``obs`` is ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``."""
-    refuse_goat(mask, "the batched agents")
-    if obs.ndim != 2 or obs.shape[1] != OBS_SIZE:
-        raise ValueError(f"obs must have shape (B, {OBS_SIZE}); got {obs.shape}")
-    if mask.shape != (obs.shape[0], NUM_ACTIONS):
-        raise ValueError(f"mask must have shape ({obs.shape[0]}, {NUM_ACTIONS}); got {mask.shape}")
+def check_batch(obs: np.ndarray, mask: np.ndarray, goat: bool = False) -> None:
+    """``ValueError`` unless ``obs`` is ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``; with
+    ``goat``, a Goat game's rows (``OBS_SIZE + 11`` and 6,702 entries) are accepted too, else
+    refused in one line naming the setting."""
+    if not goat:
+        refuse_goat(mask, "the batched agents")
+    goat_rows = goat and mask.shape[-1] == NUM_GOAT_ACTIONS
+    obs_size = OBS_SIZE + GOAT_FIELD_SIZE if goat_rows else OBS_SIZE
+    actions = NUM_GOAT_ACTIONS if goat_rows else NUM_ACTIONS
+    if obs.ndim != 2 or obs.shape[1] != obs_size:
+        raise ValueError(f"obs must have shape (B, {obs_size}); got {obs.shape}")
+    if mask.shape != (obs.shape[0], actions):
+        raise ValueError(f"mask must have shape ({obs.shape[0]}, {actions}); got {mask.shape}")
 
 
 class BatchRandomAgent:

@@ -1,12 +1,13 @@
-"""``planner`` (:class:`agents.heuristics.Planner`) for a whole batch at once, in a numba kernel.
+"""The numba kernel of ``planner`` (:class:`agents.heuristics.Planner`), its one
+implementation: a batch at once, or one decision as a batch of one row, at a few microseconds
+a row (fast enough to be the playout policy of a search and a cheap training opponent).
 
-Row for row it returns exactly the action ``Planner().act`` returns for that row's observation
-and mask (``tests/test_batched_shaper.py`` checks both kernels decision by decision on the
-batched engine), at a few microseconds a row instead of a few hundred: fast enough to be the
-playout policy of a search and a cheap training opponent. It reads what :func:`agents.hand.see`
-reads and scores exactly as ``Planner`` does, in the same order of floating-point operations:
-the hand's value (``2 * cover + cards``), the finishing combo of :func:`agents.hand.partition`,
-the threats of opponents down to one or two cards and the exposure of each play to them.
+It reads a row as :mod:`agents.batched_shaper` does (the Goat included) and scores: the hand's
+value (``2 * cover + weight``, the Goat weighing 5), the finishing combo (the largest of a
+smallest split of the hand without the Goat), the threats of opponents down to one or two cards
+and the exposure of each play to them. In a game without the Goat it chooses exactly as the
+Python oracle in ``tests/oracle_heuristics.py``, in the same order of floating-point operations
+(``tests/test_batched_shaper.py``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from agents.batched_shaper import KernelAgent, _cover, _joins, _plane, _popcount, _takes
-from agents.heuristics import _OUT, _PAIR_CHANCE, Planner
-from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
-from odin_env.observation import LAYOUT
-from odin_env.rules import LEAD, PASS, TAKE
+from agents.batched_shaper import (
+    DISCARD,
+    GOAT_CARD,
+    HAND,
+    KNOWN,
+    TABLE,
+    TAKE_PLACE,
+    _card_value,
+    _cover,
+    _joins,
+    _plane,
+    _play,
+    _plays,
+    _popcount,
+    _takes,
+    take_action,
+)
+from odin_env.cards import GOAT, NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
+from odin_env.observation import LAYOUT, OBS_SIZE
+from odin_env.spec import LEAD, PASS
 
 _HAND = LAYOUT["hand"][0].start
 _TABLE = LAYOUT["table"][0].start
@@ -30,26 +46,43 @@ _OWNER = LAYOUT["table_owner"][0].start
 _PHASE = LAYOUT["phase"][0].start
 _PLAYERS = LAYOUT["players"][0].start
 _ALL = (1 << NUM_CARDS) - 1
-_COVER_W, _FINISH, _THREAT = Planner.cover_weight, Planner.finisher_cost, Planner.threat_cost
+COVER_WEIGHT = 2.0
+"""Cost of one more combo to play, in penalty points."""
+FINISHER_COST = 1.0
+"""Cost of playing part of the finishing combo without going out."""
+THREAT_COST = 2.0
+"""Cost of leaving a table that a near-out opponent can go out over."""
+OUT = -1e9
+"""Value of an empty hand: better than anything else."""
+GOAT_KEPT = 1
+"""What the Goat weighs in a hand's value while no opponent is near out: one card, for it
+joins any colour's combo (measured: counted at its 5 points, the planner leads it alone at once
+and wastes the lead)."""
+GOAT_THREATENED = 5
+"""What it weighs when an opponent may go out next (one or two cards left): its penalty (G4)."""
+PAIR_CHANCE = 0.25
+"""Chance that two unknown cards form a combo (8 of 53 share the colour, 5 the value)."""
 
 
 @njit(cache=True, inline="always")
-def _value(hand):
+def _value(hand, goat):
+    """How bad ``hand`` is to hold (lower is better): ``2 * cover + cards``, the Goat counting
+    ``goat`` cards."""
     if hand == 0:
-        return _OUT
-    return _COVER_W * _cover(hand) + _popcount(hand)
+        return OUT
+    return COVER_WEIGHT * _cover(hand) + _popcount(hand) + (goat - 1) * ((hand >> GOAT) & 1)
 
 
 @njit(cache=True)
-def _after_take(hand, takes):
-    """``Planner.after_take``: the value of the hand after the best card of ``takes`` and
-    that card (key ``(value, -joins, -card value)``, first card id on a tie)."""
+def _after_take(hand, takes, goat):
+    """The value of the hand after the best card of ``takes``, and that card (key ``(value,
+    -joins, -card value)``, first card id on a tie)."""
     best_v, best_j, best_c, card_out = 0.0, 0, 0, -1
-    for card in range(NUM_CARDS):
+    for card in range(NUM_CARDS + 1):
         if (takes >> card) & 1:
-            v = _value(hand | (np.int64(1) << card))
+            v = _value(hand | (np.int64(1) << card), goat)
             j = -_joins(hand, card)
-            c = -(card % NUM_VALUES + 1)
+            c = -_card_value(card)
             if (
                 card_out < 0
                 or v < best_v
@@ -61,8 +94,8 @@ def _after_take(hand, takes):
 
 @njit(cache=True, inline="always")
 def _high_bit(bits):
-    """The highest card id in a non-empty card set (``int.bit_length() - 1``)."""
-    card = NUM_CARDS - 1
+    """The highest card id in a non-empty card set (``int.bit_length() - 1``; the Goat's 54)."""
+    card = NUM_CARDS
     while not (bits >> card) & 1:
         card -= 1
     return card
@@ -79,7 +112,9 @@ def _top_value(bits):
 
 @njit(cache=True)
 def _finisher(hand):
-    """``partition(hand)[0]`` when the hand splits into two combos or more, else 0."""
+    """``partition(hand)[0]`` of the hand without the Goat when it splits into two combos or
+    more, else 0 (the Goat, which joins any colour, is never kept to finish with)."""
+    hand &= ~GOAT_CARD
     target = _cover(hand)
     if target <= 1:
         return np.int64(0)
@@ -135,6 +170,11 @@ def _finisher(hand):
 
 @njit(cache=True, inline="always")
 def _is_combo(bits):
+    """Whether ``bits`` is a combo (R4, G2: the Goat joins one colour, never one number)."""
+    goat = (bits >> GOAT) & 1
+    bits &= ~GOAT_CARD
+    if bits == 0:
+        return goat == 1
     for c in range(NUM_COLOURS):
         if bits & ~(np.int64(VALUE_BITS) << (c * NUM_VALUES)) == 0:
             return True
@@ -142,18 +182,18 @@ def _is_combo(bits):
         line = np.int64(0)
         for c in range(NUM_COLOURS):
             line |= np.int64(1) << (c * NUM_VALUES + v)
-        if bits & ~line == 0:
+        if not goat and bits & ~line == 0:
             return True
     return False
 
 
 @njit(cache=True, inline="always")
 def _small_number(bits):
-    """The combo number of one or two cards (R5)."""
+    """The combo number of one or two cards (R5; the Goat's digit is 0)."""
     hi, lo = 0, 0
-    for card in range(NUM_CARDS):
+    for card in range(NUM_CARDS + 1):
         if (bits >> card) & 1:
-            v = card % NUM_VALUES + 1
+            v = _card_value(card)
             if v > hi:
                 hi, lo = v, hi
             else:
@@ -177,10 +217,10 @@ def _exposed(combo, size, number, t_slot, t_cards, t_chance, count, known, unsee
                 top = number // 10 ** (size - 1)
                 pool = unseen | kn
                 total, above = 0, 0
-                for card in range(NUM_CARDS):
+                for card in range(NUM_CARDS + 1):
                     if (pool >> card) & 1:
                         total += 1
-                        above += card % NUM_VALUES + 1 > top
+                        above += _card_value(card) > top
                 share = 0.0 if total == 0 else above / total
             risk += t_chance[t] * share
     return risk
@@ -188,41 +228,41 @@ def _exposed(combo, size, number, t_slot, t_cards, t_chance, count, known, unsee
 
 @njit(cache=True)
 def planner_kernel(obs, mask, bits, number, out):
-    """``Planner().act`` for each row of ``obs`` ``(B, OBS_SIZE)`` and ``mask`` ``(B, 3634)``
-    into ``out`` ``(B,)``."""
+    """``planner`` for each row of ``obs`` and ``mask`` into ``out`` ``(B,)``."""
     known = np.zeros(NUM_COLOURS, dtype=np.int64)
     t_slot = np.zeros(NUM_COLOURS, dtype=np.int64)
     t_cards = np.zeros(NUM_COLOURS, dtype=np.int64)
     t_chance = np.zeros(NUM_COLOURS, dtype=np.float64)
+    every_card = _ALL | GOAT_CARD if obs.shape[1] > OBS_SIZE else _ALL
     for i in range(obs.shape[0]):
-        hand = _plane(obs, i, _HAND)
+        hand = _plane(obs, i, _HAND, HAND)
         takes = _takes(mask, i)
-        if takes:
-            out[i] = TAKE + _after_take(hand, takes)[1]
-            continue
-        whole, plays = -1, 0
-        for a in range(PASS):
-            if mask[i, a]:
-                plays += 1
-                if bits[a] == hand:
-                    whole = a
-        if plays == 0:
-            out[i] = PASS
-            continue
-        if whole >= 0:
-            out[i] = whole
-            continue
+        if not takes:
+            whole, plays = -1, 0
+            for j in range(_plays(mask)):
+                a, legal = _play(mask, i, j)
+                if legal:
+                    plays += 1
+                    if bits[a] == hand:
+                        whole = a
+            if plays == 0:
+                out[i] = PASS
+                continue
+            if whole >= 0:
+                out[i] = whole
+                continue
         players = 2
         for k in range(5):
             if obs[i, _PLAYERS + k] > 0.5:
                 players = k + 2
-        table = _plane(obs, i, _TABLE)
-        placed = hand | table | _plane(obs, i, _TAKE) | _plane(obs, i, _DISCARD)
+        table = _plane(obs, i, _TABLE, TABLE)
+        placed = hand | table | _plane(obs, i, _TAKE, TAKE_PLACE)
+        placed |= _plane(obs, i, _DISCARD, DISCARD)
         for k in range(players):
-            known[k] = _plane(obs, i, _KNOWN + NUM_CARDS * k)
+            known[k] = _plane(obs, i, _KNOWN + NUM_CARDS * k, KNOWN + k)
             if k >= 1:
                 placed |= known[k]
-        unseen = ~placed & _ALL
+        unseen = ~placed & every_card
         pool = _popcount(unseen)
         count = 0
         for k in range(1, players):
@@ -236,16 +276,23 @@ def planner_kernel(obs, mask, bits, number, out):
                     chance = 1.0 if _is_combo(kn) else 0.0
                 elif kn:
                     card = _high_bit(kn)
-                    colour_line = np.int64(VALUE_BITS) << ((card // NUM_VALUES) * NUM_VALUES)
-                    value_line = np.int64(0)
-                    for c in range(NUM_COLOURS):
-                        value_line |= np.int64(1) << (c * NUM_VALUES + card % NUM_VALUES)
-                    chance = _popcount(unseen & (colour_line | value_line)) / max(pool, 1)
+                    if card == GOAT:  # the Goat makes a combo with any other card (G2)
+                        mates = unseen
+                    else:
+                        colour = np.int64(VALUE_BITS) << ((card // NUM_VALUES) * NUM_VALUES)
+                        mates = colour | GOAT_CARD
+                        for c in range(NUM_COLOURS):
+                            mates |= np.int64(1) << (c * NUM_VALUES + card % NUM_VALUES)
+                    chance = _popcount(unseen & mates) / max(pool, 1)
                 else:
-                    chance = _PAIR_CHANCE
+                    chance = PAIR_CHANCE
             if (size == 1 or size == 2) and chance > 0:
                 t_slot[count], t_cards[count], t_chance[count] = k, size, chance
                 count += 1
+        goat = GOAT_THREATENED if count else GOAT_KEPT
+        if takes:
+            out[i] = take_action(_after_take(hand, takes, goat)[1])
+            continue
         finisher = _finisher(hand)
         leading = obs[i, _PHASE + LEAD] > 0.5
         best_s, best_t, choice = 0.0, 0, -1
@@ -255,25 +302,26 @@ def planner_kernel(obs, mask, bits, number, out):
                 if obs[i, _OWNER + k] > 0.5:
                     owner = k
                     break
-            best_s = _value(hand)
+            best_s = _value(hand, goat)
             for t in range(count):
                 if t_slot[t] == owner:
-                    best_s += _THREAT * t_chance[t]
+                    best_s += THREAT_COST * t_chance[t]
             best_t, choice = 1, PASS
-        for a in range(PASS):
-            if not mask[i, a]:
+        for j in range(_plays(mask)):
+            a, legal = _play(mask, i, j)
+            if not legal:
                 continue
             played = bits[a]
             left = hand & ~played
-            score = _value(left) if leading else _after_take(left, table)[0]
+            score = _value(left, goat) if leading else _after_take(left, table, goat)[0]
             if played & finisher:
-                score += _FINISH
+                score += FINISHER_COST
             if count:
-                score += _THREAT * _exposed(
+                score += THREAT_COST * _exposed(
                     a, _popcount(played), number[a], t_slot, t_cards, t_chance, count, known, unseen
                 )
             if leading:
-                tie = -(_high_bit(played) % NUM_VALUES + 1)
+                tie = -_card_value(_high_bit(played))
                 if choice < 0 or score < best_s or (score == best_s and tie < best_t):
                     best_s, best_t, choice = score, tie, a
             elif score < best_s or (score == best_s and best_t > 0):
@@ -281,11 +329,4 @@ def planner_kernel(obs, mask, bits, number, out):
         out[i] = choice
 
 
-class BatchPlannerAgent(KernelAgent):
-    """``planner`` for a whole batch (:func:`planner_kernel`)."""
-
-    name = "planner"
-    kernel = planner_kernel
-
-
-__all__ = ["BatchPlannerAgent", "planner_kernel"]
+__all__ = ["COVER_WEIGHT", "FINISHER_COST", "OUT", "PAIR_CHANCE", "THREAT_COST", "planner_kernel"]

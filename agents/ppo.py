@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from agents.base import refuse_goat
-from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.heuristics import HEURISTICS
 from agents.model_check import ACTIVATIONS as _ACTIVATIONS
 from agents.model_check import check_model
@@ -135,7 +134,7 @@ class NumpyPolicy:
         self.prior_weight = float(prior_weight)
         self._prior_agent = None
         if prior is not None:
-            self._prior_agent = BATCH_HEURISTICS[prior]()
+            self._prior_agent = HEURISTICS[prior]()
         self.activation = activation
         self.deterministic = deterministic
         self.rng = np.random.default_rng(seed)

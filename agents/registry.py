@@ -30,7 +30,6 @@ from typing import Any
 from agents import outside
 from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
-from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.dmc import ALGO as DMC
 from agents.dmc import BUNDLED_DMC, DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
@@ -50,7 +49,7 @@ MODEL_KINDS = ("ppo", DMC, LINEAR)
 
 def batch_form_names() -> list[str]:
     """The specs with a batched form (``act_batch``), by name (``ppo`` also with a path)."""
-    return ["random", *BATCH_HEURISTICS, "ppo", DMC, f"{DMC}:PATH", LINEAR, f"{LINEAR}:PATH"]
+    return ["random", *HEURISTICS, "ppo", DMC, f"{DMC}:PATH", LINEAR, f"{LINEAR}:PATH"]
 
 
 def agent_names() -> list[str]:
@@ -162,13 +161,13 @@ def has_batch_form(spec: str) -> bool:
     if name in (DMC, LINEAR):
         return True
     if name in agent_names():
-        return spec == "random" or spec in BATCH_HEURISTICS or name == "ppo"
+        return spec == "random" or spec in HEURISTICS or name == "ppo"
     return outside.has_act_batch(spec)
 
 
 def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
     """The batched agent of a spec: ``random`` -> :class:`agents.batch.BatchRandomAgent`, a
-    heuristic -> its numba form (:data:`agents.batched_heuristics.BATCH_HEURISTICS`),
+    heuristic -> its numba form (:data:`agents.heuristics.HEURISTICS`),
     ``ppo``/``ppo:PATH`` -> the PPO player, an outside agent -> itself (both have
     ``act_batch``); ``ValueError`` for an agent without a batched form or an unknown spec."""
     if not has_batch_form(spec):
@@ -178,8 +177,8 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
         )
     if spec == "random":
         return BatchRandomAgent(seed)
-    if spec in BATCH_HEURISTICS:
-        return BATCH_HEURISTICS[spec](seed)
+    if spec in HEURISTICS:
+        return HEURISTICS[spec](seed)
     return make(spec, seed)
 
 

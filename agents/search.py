@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from agents.base import legal_actions
-from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.hand import see
+from agents.heuristics import HEURISTICS
 from agents.table_model import TableModel
 from odin_env.batched import BatchedGames
 from odin_env.cards import cards_of, deck_bits
@@ -50,7 +50,7 @@ from odin_env.rules import NUM_ACTIONS, Config, Game
 ROLLOUTS = 512
 """Default playouts per decision."""
 POLICY = "planner"
-"""Default playout policy: a batched heuristic (``agents.batched_heuristics.BATCH_HEURISTICS``)."""
+"""Default playout policy: a batched heuristic (``agents.heuristics.HEURISTICS``)."""
 MIN_WORLDS = 8
 """Fewest worlds a decision samples, however many candidates share the budget."""
 MAX_STEPS = 400
@@ -147,7 +147,7 @@ _SPARE_SETS, _SHARED_ENGINES = 3, 12
 class SearchAgent:
     """Determinized search; see the module docstring. ``rollouts``: playouts per decision;
     ``ms``: a time budget per decision instead (``None``: use ``rollouts``); ``policy``: the
-    playout policy, a key of ``BATCH_HEURISTICS`` or a batched agent (``act_batch``; a network,
+    playout policy, a key of ``HEURISTICS`` or a batched agent (``act_batch``; a network,
     say). ``model``: weight the sampled layouts by how
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
@@ -173,12 +173,11 @@ class SearchAgent:
         self.rng = np.random.default_rng(seed)
         if callable(getattr(policy, "act_batch", None)):
             self.policy = policy  # a batched player (a network, say), used as it is
-        elif isinstance(policy, str) and policy in BATCH_HEURISTICS:
-            self.policy = BATCH_HEURISTICS[policy]()
+        elif isinstance(policy, str) and policy in HEURISTICS:
+            self.policy = HEURISTICS[policy]()
         else:
             raise ValueError(
-                f"policy must be one of {', '.join(BATCH_HEURISTICS)} or a batched agent; got "
-                f"{policy!r}"
+                f"policy must be one of {', '.join(HEURISTICS)} or a batched agent; got {policy!r}"
             )
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates

@@ -5,11 +5,11 @@
 
 Three lines: four ``greedy`` players on the single engine (one ``rules.Game`` at a time) with 1
 and 2 worker processes (the 2-worker figure includes the start-up of the worker processes); the
-same four ``greedy`` on the batched engine (``odin_env.batched``, up to 1,024 games at once, the
-vectorised ``BatchGreedyAgent``), one worker; four ``random`` players on the single and the
-batched engine, one worker each; four ``planner`` players on the single engine (the Python
-heuristic) and on the batched engine (its numba form, ``agents.batched_planner``, which plays
-the same games). The batched figures exclude the one-off loading of its compiled
+same four ``greedy`` on the batched engine (``odin_env.batched``, up to 1,024 games at once, its
+kernel a batch at a time), one worker; four ``random`` players on the single and the
+batched engine, one worker each; four ``planner`` players on the single engine (its numba kernel,
+``agents.batched_planner``, one row per decision) and on the batched engine (the same kernel a
+batch at a time; the same games). The batched figures exclude the one-off loading of its compiled
 kernels (done before the clock starts) and plays more games, so that its slots stay busy.
 ``--ray``: also the four ``greedy`` on the single engine as Ray tasks on a local Ray of 2 CPUs
 (its start-up and the workers' first chunk excluded).

@@ -1,8 +1,9 @@
-"""The native batched greedy agent (:mod:`agents.batched_heuristics`) against ``Greedy`` itself.
+"""``greedy``'s kernel (:class:`agents.heuristics.Greedy`) against the readable Python oracle of
+``tests/oracle_heuristics.py``.
 
 The differential test plays seeded games on the batched engine (2-6 players, default and fewest
 colours, both episode modes, with and without forced decisions applied) with greedy and random
-seats, and at every decision compares ``BatchGreedyAgent``'s row with ``Greedy().act`` on that
+seats, and at every decision compares the kernel's row with the oracle's ``act`` on that
 row; it counts the kinds of decision it saw so that a thin sample cannot pass unnoticed. A fuzz
 test does the same on arbitrary masks the engine never shows. Tournaments must then give the
 same games on the batched and the single engine.
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle_heuristics import Greedy as OracleGreedy
 from probe_agents import ObsHash
 
 from agents.batch import BatchRandomAgent, act_by_seat
-from agents.batched_heuristics import BatchGreedyAgent
 from agents.hand import VALUE_OF, joins, see
 from agents.heuristics import Greedy
 from agents.registry import has_batch_form, make_batch_agent
@@ -60,8 +61,8 @@ def _kinds(seen_rows: list, greedy_actions: np.ndarray) -> dict[str, int]:
 
 
 def test_batched_greedy_picks_greedys_action_at_every_engine_decision():
-    greedy = Greedy()
-    batched = BatchGreedyAgent()
+    greedy = OracleGreedy()
+    batched = Greedy()
     totals = dict.fromkeys(_KINDS, 0)
     episodes = 0
     for j, (config, auto_forced) in enumerate(_CONFIGS):
@@ -114,8 +115,8 @@ def test_batched_greedy_matches_greedy_on_arbitrary_masks():
         bits = sum(1 << int(c) for c in cards)
         mask[i, COMBO_BITS.index(bits)] = 1
         mask[i, TAKE:] = 0
-    got = BatchGreedyAgent().act_batch(obs, mask)
-    want = np.array([Greedy().act(obs[i], mask[i]) for i in range(rows)])
+    got = Greedy().act_batch(obs, mask)
+    want = np.array([OracleGreedy().act(obs[i], mask[i]) for i in range(rows)])
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.int64 and got.shape == (rows,)
     # The sample holds every branch: takes, passes, whole hands beside larger plays.
@@ -130,10 +131,10 @@ def test_batched_greedy_matches_greedy_on_arbitrary_masks():
 @pytest.mark.parametrize("players", [2, 4, 5])
 def test_greedy_tournaments_are_the_same_games_on_both_engines(players: int):
     config = Config(players=players, threshold=10, first_player="random")
-    batched = BatchGreedyAgent()
+    batched = Greedy()
     # Greedy against other play: a greedy decision that differs anywhere changes the game.
     fast = [batched if s % 2 == 0 else ObsHash(s) for s in range(players)]
-    slow = [Greedy() if s % 2 == 0 else ObsHash(s) for s in range(players)]
+    slow = [OracleGreedy() if s % 2 == 0 else ObsHash(s) for s in range(players)]
     single = play_deals(slow, config, 6, seed=11, engine="single")
     assert play_deals(fast, config, 6, seed=11, engine="batched", batch=8) == single
     # By spec: an all-greedy table is deterministic, so the engines give the same records.
@@ -145,7 +146,7 @@ def test_greedy_tournaments_are_the_same_games_on_both_engines(players: int):
 def test_greedy_is_registered_as_a_batched_agent():
     assert has_batch_form("greedy")
     agent = make_batch_agent("greedy", seed=4)
-    assert isinstance(agent, BatchGreedyAgent) and agent.name == "greedy"
+    assert isinstance(agent, Greedy) and agent.name == "greedy"
     assert not has_batch_form("search")
     # greedy against random: ``auto`` now plays the batched engine (the keyed random agent
     # draws differently on the single engine, which tells which one played).
@@ -157,7 +158,7 @@ def test_greedy_is_registered_as_a_batched_agent():
 
 
 def test_bad_shapes_are_refused_naming_the_expected_shape():
-    agent = BatchGreedyAgent()
+    agent = Greedy()
     obs = np.zeros((3, OBS_SIZE), dtype=np.float32)
     mask = np.zeros((3, NUM_ACTIONS), dtype=np.int8)
     with pytest.raises(ValueError, match=rf"obs must have shape \(B, {OBS_SIZE}\)"):
@@ -179,8 +180,8 @@ def test_batch_size_changes_between_calls_give_the_same_rows():
         engine.step(rng_agent.act_batch(engine.obs, engine.mask))
     phases = views(engine.obs)["phase"].argmax(axis=1)
     assert len(set(phases.tolist())) == 3  # leads, follows and takes among the rows
-    full = BatchGreedyAgent().act_batch(engine.obs, engine.mask)
-    agent = BatchGreedyAgent()
+    full = Greedy().act_batch(engine.obs, engine.mask)
+    agent = Greedy()
     for rows in (slice(0, 5), slice(0, 16), slice(3, 16), slice(10, 12)):
         part = agent.act_batch(engine.obs[rows], engine.mask[rows])
         np.testing.assert_array_equal(part, full[rows])

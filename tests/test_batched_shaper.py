@@ -1,8 +1,10 @@
-"""The native batched shaper (:mod:`agents.batched_shaper`) against ``Shaper`` itself.
+"""The kernels of ``shaper`` and ``planner`` (:mod:`agents.heuristics`) against the readable
+Python oracle of ``tests/oracle_heuristics.py`` (the heuristics as they were written before the
+Goat, kept as the kernels' reference for games without it).
 
 Seeded games on the batched engine (2-6 players, default and fewest colours, both episode
-modes, forced decisions applied or shown), shaper in half the seats and random in the others;
-at every decision each row's batched action must equal ``Shaper().act`` on that row. The kinds
+modes, forced decisions applied or shown), the heuristic in half the seats and random in the
+others; at every decision each row's batched action must equal the oracle's on that row. The kinds
 of decision met are counted so that a thin sample cannot pass unnoticed.
 """
 
@@ -10,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle_heuristics import Planner as OraclePlanner
+from oracle_heuristics import Shaper as OracleShaper
 
 from agents.batch import BatchRandomAgent, act_by_seat
-from agents.batched_planner import BatchPlannerAgent
-from agents.batched_shaper import BatchShaperAgent
 from agents.hand import see
 from agents.heuristics import Planner, Shaper
 from agents.registry import has_batch_form, make_batch_agent
@@ -29,9 +31,7 @@ _CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("python", "batched"), [(Shaper, BatchShaperAgent), (Planner, BatchPlannerAgent)]
-)
+@pytest.mark.parametrize(("python", "batched"), [(OracleShaper, Shaper), (OraclePlanner, Planner)])
 def test_the_numba_form_picks_the_heuristics_action_at_every_engine_decision(python, batched):
     slow, fast = python(), batched()
     kinds = {"take": 0, "pass": 0, "lead": 0, "follow_play": 0, "whole_hand": 0, "threat": 0}
@@ -54,7 +54,7 @@ def test_the_numba_form_picks_the_heuristics_action_at_every_engine_decision(pyt
                     kinds["follow_play" if seen.can_pass else "lead"] += 1
                     whole = COMBO_BITS[action] == seen.hand and seen.hand.bit_count() > 1
                     kinds["whole_hand"] += whole
-                kinds["threat"] += bool(Planner().threats(seen))
+                kinds["threat"] += bool(OraclePlanner().threats(seen))
             engine.step(act_by_seat(table, engine.obs, engine.mask, seat_agent[engine.seat]))
     assert all(count > 20 for count in kinds.values()), kinds
 
@@ -62,8 +62,8 @@ def test_the_numba_form_picks_the_heuristics_action_at_every_engine_decision(pyt
 def test_shaper_is_registered_and_plays_the_same_games_on_both_engines():
     assert has_batch_form("shaper") and has_batch_form("planner") and not has_batch_form("search")
     agent = make_batch_agent("shaper")
-    assert isinstance(agent, BatchShaperAgent) and agent.name == "shaper"
+    assert isinstance(agent, Shaper) and agent.name == "shaper"
     config = Config(players=4, threshold=10)
-    slow = [Shaper(), Shaper(), Shaper(), Shaper()]
+    slow = [OracleShaper(), OracleShaper(), OracleShaper(), OracleShaper()]
     single = play_deals(slow, config, 3, seed=5, engine="single")
     assert play_deals([agent] * 4, config, 3, seed=5, engine="batched", batch=4) == single

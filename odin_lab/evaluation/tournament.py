@@ -46,7 +46,7 @@ from agents.registry import (
 )
 from agents.warm import compile_side_by_side
 from odin_env.batched import BatchedGames, announce_compilation
-from odin_env.observation import OBS_SIZE, observe
+from odin_env.observation import observation_size, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
 from odin_lab.evaluation.limits import MAX_GAMES
@@ -120,7 +120,7 @@ def agent_seed(seed: int, deal: int, rotation: int, seat: int) -> int:
 def play_game(game: Game, seat_agents: Sequence, actions: list[int] | None = None) -> Game:
     """Play ``game`` to its end with ``seat_agents[s]`` in seat ``s``; return it. ``actions``:
     when given, the action of every decision that was not forced is appended to it, in order."""
-    obs = np.empty(OBS_SIZE, dtype=np.float32)
+    obs = np.empty(observation_size(game.config), dtype=np.float32)
     while True:
         game.play_forced()
         if game.is_over:
@@ -345,9 +345,9 @@ def _check_engine(engine: str, batch: int) -> None:
         raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
 
 
-def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -> bool:
-    """Whether ``engine`` means the batched engine for agents ``names``; ``ValueError`` when
-    it is ``batched`` and some agent has no batched form."""
+def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool], goat: bool) -> bool:
+    """Whether ``engine`` means the batched engine (``auto``: never for a ``goat`` game, which it
+    refuses); ``ValueError`` when it is ``batched`` and an agent of ``names`` has none."""
     if engine == "batched" and not all(batchable):
         single = sorted({name for name, ok in zip(names, batchable) if not ok})
         raise ValueError(
@@ -355,7 +355,7 @@ def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -
             f"(act_batch: {', '.join(batch_form_names())}); "
             f"none for {', '.join(single)}: use engine 'single' or 'auto'"
         )
-    return engine == "batched" or (engine == "auto" and all(batchable))
+    return engine == "batched" or (engine == "auto" and all(batchable) and not goat)
 
 
 def play_deals(
@@ -382,7 +382,7 @@ def play_deals(
     if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
         raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
     names = [getattr(agent, "name", repr(agent)) for agent in agents]
-    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents])
+    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents], config.goat)
     rotations = config.players if rotate else 1
     job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
@@ -431,7 +431,7 @@ def play_tournament(
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1; got {chunk}")
     # Build every agent here (fail with a clear message rather than inside a worker).
-    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
+    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs], config.goat)
     spread = workers
     if ray is not None:
         from odin_lab.evaluation import distributed

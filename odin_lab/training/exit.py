@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch as th
 
-from agents.batched_heuristics import BATCH_HEURISTICS
 from agents.dmc import DMCAgent
+from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS
 from agents.search import score_candidates
 from odin_env.seeding import spawn_seed
@@ -74,7 +74,7 @@ class ExItConfig(QNetworkSettings):
         check_positive_ints(self, ("decisions_per_update",))
         check_count("rollouts", self.rollouts, 1, SEARCH_MAX_ROLLOUTS)  # search:N's limit
         check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
-        playouts = [*BATCH_HEURISTICS, LEARNER_PLAYOUT]
+        playouts = [*HEURISTICS, LEARNER_PLAYOUT]
         if self.playout not in playouts:
             raise ValueError(f"playout must be one of {', '.join(playouts)}; got {self.playout!r}")
         if run.game.reward != "penalty":
