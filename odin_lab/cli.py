@@ -87,9 +87,10 @@ def _default(f: Any) -> Any:
 
 
 NOT_YET_FLAGS = frozenset({"goat"})
-"""Settings (of ``odin_env.rules.Config``) that get no flag yet: the Goat is played by the rules
-engine only (RULES G1-G5); its flag comes with the batched engine, the environments and the
-agents that play it."""
+"""Settings (of ``odin_env.rules.Config``) that a command gets no flag for unless it says it
+plays them (``allow``): the Goat (RULES G1-G5) is not played by the batched engine, the
+training wing, the records files or the play sessions yet; the tournaments and studies of
+``evaluate.py`` play it on the single engine."""
 
 
 def flag(name: str) -> str:
@@ -103,22 +104,31 @@ def add_fields(
     skip: Iterable[str] = (),
     defaults: dict[str, Any] | None = None,
     consts: dict[str, Any] | None = None,
+    allow: Iterable[str] = (),
 ) -> list[str]:
     """Add a flag for every field of dataclass ``cls`` not in ``skip``; return the field names.
 
     ``defaults``: defaults to show instead of the dataclass's (a CLI whose default differs).
     ``consts``: fields whose flag may also be given without a value, meaning this one (``--ray``
-    alone: a local Ray)."""
+    alone: a local Ray). A ``bool`` field is a pair of flags, ``--name`` and ``--no-name``.
+    ``allow``: fields of :data:`NOT_YET_FLAGS` this command plays."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     skip, defaults, consts, names = set(skip), defaults or {}, consts or {}, []
     for f in fields(cls):
-        if f.name in skip or f.name in NOT_YET_FLAGS:
+        if f.name in skip or (f.name in NOT_YET_FLAGS and f.name not in allow):
             continue
         kind, many = _scalar(hints[f.name])
+        default = defaults.get(f.name, _default(f))
+        if kind is bool and not many:
+            parser.add_argument(
+                flag(f.name), dest=f.name, action=argparse.BooleanOptionalAction, default=None,
+                help=f"{docs.get(f.name, '')} (default: {'--' if default else '--no-'}{f.name})",
+            )  # fmt: skip
+            names.append(f.name)
+            continue
         if kind not in (int, float, str):
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {hints[f.name]}")
-        default = defaults.get(f.name, _default(f))
         shown = " ".join(map(str, default)) if isinstance(default, list) else default
         alone = {"nargs": "?", "const": consts[f.name]} if f.name in consts else {}
         if many and alone:

@@ -5,7 +5,6 @@ that do not play it yet refusing it in one line."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import numpy as np
@@ -204,17 +203,12 @@ def test_g2_a_built_position_refuses_a_goat_in_a_same_number_combo_and_a_game_wi
 def test_the_layers_that_do_not_play_the_goat_refuse_it_in_one_line():
     from odin_env.batched import BatchedGames
     from odin_env.single_agent import SingleAgentEnv
-    from odin_lab.evaluation.records import RECORDS_FORMAT, RECORDS_VERSION, parse_records
 
     refused = "goat: the {} does not support the Goat yet"
     with pytest.raises(ValueError, match=refused.format("batched engine")):
         BatchedGames(GOAT_CONFIG)
     with pytest.raises(ValueError, match=refused.format("single-agent env")):
         SingleAgentEnv(GOAT_CONFIG)
-    record = {"format": RECORDS_FORMAT, "version": RECORDS_VERSION, "config": {"goat": True},
-              "agents_specs": ["greedy"] * 4, "game_records": []}  # fmt: skip
-    with pytest.raises(ValueError, match=r"^g: config: goat: a records file does not support"):
-        parse_records(json.dumps(record).encode(), "g")
 
 
 def _goat_truth(game: Game, seat: int) -> list[float]:

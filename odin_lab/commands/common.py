@@ -11,7 +11,7 @@ from odin_lab import cli
 
 SPECS = f"Agent specs: {spec_help()}."
 """What an agent spec may be (the help's last paragraph)."""
-SHARED = ("threshold", "colours", "episode", "reward")
+SHARED = ("threshold", "colours", "episode", "reward", "goat")
 """The game settings (``Config`` fields) every study takes as flags, as declared there."""
 
 
@@ -22,15 +22,26 @@ def cli_path(text: str) -> Path:
     return Path(text)
 
 
-def check_agent(spec: str) -> None:
-    """Build the agent once, so a bad spec fails here with a clear message."""
+def check_agent(spec: str, config: Config | None = None) -> None:
+    """Build the agent once, so a bad spec fails here with a clear message; in a Goat game
+    (``config.goat``), also ask it for one decision of one, so an agent that does not play the
+    Goat is refused here, naming the setting, before any game."""
     from agents import make
 
     name, _, path = spec.partition(":")
     if name == "ppo" and path and not Path(path).exists():
         raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
     try:
-        make(spec)
+        agent = make(spec)
+        if config is not None and config.goat:
+            from odin_env.observation import observe
+            from odin_env.rules import Game
+
+            game = Game(config, seed=0)
+            try:
+                agent.act(observe(game, game.current), game.legal_mask())
+            except ValueError as e:
+                raise ValueError(f"agent {spec!r}: {e}") from None
     except ImportError as e:
         raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
     except OSError as e:

@@ -5,6 +5,7 @@
     python evaluate.py seating --agent greedy --players 2 3 4 5 6 --games 5000 \\
         --start-rule rotate winner
     python evaluate.py thresholds --agents planner greedy greedy greedy --thresholds 5 10 15 20 30
+    python evaluate.py goat --agent planner --players 2 3 4 5 6 --games 2000   # the Goat's study
     python evaluate.py leaderboard --agents search ppo planner shaper greedy random --players 4
     python evaluate.py showcase --out results/showcase      # what `make run` runs
     python evaluate.py replay results/NAME --game 12 [--seat 2]   # one recorded game, told
@@ -53,6 +54,7 @@ def _game_flags(
     p: argparse.ArgumentParser,
     players_many: bool = False,
     players_help: str = "seats (2-6); default: one per agent",
+    goat: bool = True,
 ) -> None:
     if players_many:
         p.add_argument(
@@ -61,7 +63,7 @@ def _game_flags(
     else:
         p.add_argument("--players", type=int, help=players_help)
     skip = {"players", "seed"} | ({"first_player"} if players_many else set())
-    cli.add_fields(p, Config, skip=skip)
+    cli.add_fields(p, Config, skip=skip, allow={"goat"} if goat else ())
     p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
     _parallel_flags(p, workers=1)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -126,6 +128,19 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--games", type=int, default=2000, help="games per threshold")
     h.add_argument("--out", type=cli_path, default=Path("results/thresholds"))
     _game_flags(h)
+
+    g = sub.add_parser(
+        "goat", epilog=SPECS,
+        help="what the Grumpy Goat changes (RULES G1-G5): the same agent in every seat, "
+        "without and with it, at each player count",
+    )  # fmt: skip
+    g.add_argument("--agent", default="planner", help="the agent spec (default: planner)")
+    g.add_argument(
+        "--games", type=int, default=2000, help="games per player count, without and with it"
+    )
+    g.add_argument("--first-player", choices=FIRST_PLAYER_RULES, default="rotate")
+    g.add_argument("--out", type=cli_path, default=Path("results/goat"))
+    _game_flags(g, players_many=True, goat=False)
 
     b = sub.add_parser(
         "leaderboard", epilog=SPECS, help="rate many agents over every table of --players"
@@ -265,8 +280,13 @@ def validate(args: argparse.Namespace) -> Config | None:
     if args.command in ("tournament", "thresholds"):
         config = check_counts(args, args.agents)
         for spec in dict.fromkeys(args.agents):
-            check_agent(spec)
+            check_agent(spec, config)
         if getattr(args, "engine", "auto") == "batched":
+            if config.goat:
+                raise ValueError(
+                    "--engine batched does not play the Goat yet (--goat): use --engine single "
+                    "or auto"
+                )
             from agents.registry import batch_form_names, has_batch_form
 
             single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
@@ -291,13 +311,18 @@ def validate(args: argparse.Namespace) -> Config | None:
         config = config_of(args, players)
         check(args.agents, players, args.tables)
         for spec in args.agents:
-            check_agent(spec)
+            check_agent(spec, config)
         return config
+    if args.command == "goat":
+        for n in args.players:
+            config_of(args, n)
+        check_agent(args.agent, replace(config_of(args, args.players[0]), goat=True))
+        return config_of(args, args.players[0])
     if args.command == "seating":
         for n in args.players:
             for rule in args.first_player:
                 config_of(args, n, rule)
-        check_agent(args.agent)
+        check_agent(args.agent, config_of(args, args.players[0]))
         return config_of(args, args.players[0])
     return None
 
@@ -364,6 +389,13 @@ def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str
         return studies.seating(
             args.agent, args.players, args.first_player, args.games, args.seed, args.out,
             config, args.workers, **common,
+        )[1]  # fmt: skip
+    if args.command == "goat":
+        from odin_lab.evaluation.goat_study import goat_study
+
+        return goat_study(
+            args.agent, args.players, args.games, args.seed, args.out, config, args.workers,
+            **common,
         )[1]  # fmt: skip
     if args.command == "leaderboard":
         return leaderboard(

@@ -15,6 +15,8 @@ there is one; colours are Okabe-Ito (distinguishable in colour-blindness and in 
   x position; the legend sits below the panels.
 - :func:`thresholds_figure`: win rate of the first agent, hands per game and draws against the
   threshold, each with its interval.
+- :func:`goat_figure`: the Goat study (:mod:`odin_lab.evaluation.goat_study`) against the
+  player count, with and without the Goat.
 """
 
 from __future__ import annotations
@@ -238,6 +240,56 @@ def thresholds_figure(summary: dict) -> Figure:
         opponents = ", ".join(others)
         fig.suptitle(
             f"{first} against {opponents}: {rows[0]['games']} games per threshold, 95% intervals",
+            fontsize=10,
+        )
+    return fig
+
+
+def goat_figure(summary: dict) -> Figure:
+    """The Goat study against the player count, without the Goat (one colour) and with it
+    (another), offset sideways, each with its 95% interval, in four panels: hands per game;
+    the first leader's win rate and the Goat holder's hand-win rate, each divided by the fair
+    share 1/n (dashed: 1); the share of hands that end with the Goat in a hand; the winner's
+    (filled) and the loser's (open) final totals."""
+    cells = summary["cells"]
+    offsets = seating_offsets(2, 0.3)
+    series = [(False, "without the Goat"), (True, "with the Goat")]
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=(WIDTH, 5.0), layout="constrained")
+        axes = fig.subplots(2, 2, sharex=True).flat
+        for j, (goat, name) in enumerate(series):
+            rows = [c for c in cells if c["goat"] == goat]
+            xs = [c["players"] + offsets[j] for c in rows]
+            dot = {"fmt": "o-", "ms": 3.5, "lw": 1, "color": COLOURS[j]}
+            ys, err = interval(rows, "mean_hands", "hands_ci_low", "hands_ci_high", 1.0)
+            axes[0].errorbar(xs, ys, yerr=err, label=name, **dot)
+            fair = [{k: c[k] / c["fair_share"] for k in ("leader_win_rate", "leader_ci_low",
+                     "leader_ci_high")} for c in rows]  # fmt: skip
+            ys, err = interval(fair, "leader_win_rate", "leader_ci_low", "leader_ci_high", 1.0)
+            axes[1].errorbar(xs, ys, yerr=err, label=f"first leader, {name}", **dot)
+            if goat:
+                held = [{k: c[k] / c["fair_share"] for k in ("holder_rate", "holder_ci_low",
+                         "holder_ci_high")} for c in rows]  # fmt: skip
+                ys, err = interval(held, "holder_rate", "holder_ci_low", "holder_ci_high", 1.0)
+                axes[1].errorbar(xs, ys, yerr=err, label="the Goat's holder, hands won",
+                                 **{**dot, "color": COLOURS[2], "fmt": "s--"})  # fmt: skip
+                ys, err = interval(rows, "goat_left_rate", "goat_left_ci_low", "goat_left_ci_high")
+                axes[2].errorbar(xs, ys, yerr=err, **{**dot, "color": COLOURS[2]})
+            for who, face in (("winner", COLOURS[j]), ("loser", "white")):
+                ys, err = interval(rows, f"{who}_total", f"{who}_ci_low", f"{who}_ci_high", 1.0)
+                axes[3].errorbar(xs, ys, yerr=err, mfc=face, label=f"{who}, {name}", **dot)
+        axes[1].axhline(1.0, **FAIR)
+        titles = ("hands per game", "win rate ÷ fair share 1/n",
+                  "hands ending with the Goat in a hand, %", "final total")  # fmt: skip
+        for ax, title in zip(axes, titles):
+            ax.set_title(title, loc="left")
+            ax.set_xticks(sorted({c["players"] for c in cells}))
+        for ax in (axes[0], axes[1], axes[3]):
+            ax.legend(frameon=False)
+        fig.supxlabel("players", fontsize=9)
+        fig.suptitle(
+            f"The Grumpy Goat: {short_names([summary['agent']])[0]} in every seat, "
+            f"{summary['games_per_cell']} games per point; 95% intervals",
             fontsize=10,
         )
     return fig

@@ -20,9 +20,9 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TextIO
 
-from odin_env.cards import NUM_VALUES, card_name, cards_of
-from odin_env.combos import COMBO_BITS, COMBO_NUMBER
-from odin_env.rules import LEAD, PASS, TAKE, Config, Game
+from odin_env.cards import GOAT, NUM_VALUES, card_name, cards_of
+from odin_env.rules import LEAD, Config, Game
+from odin_env.spec import GOAT_TAKE, NUM_ACTIONS, PASS, PLAY_BITS, PLAY_NUMBER, TAKE
 from odin_lab.evaluation.names import short_names
 from odin_lab.evaluation.records import RecordsFile, Step, check_game_index, iter_steps
 
@@ -48,7 +48,7 @@ class Style:
 
     def card(self, card: int) -> str:
         name = card_name(card)
-        if not self.colour:
+        if not self.colour or card == GOAT:  # the Goat has no colour (G1)
             return name
         return f"\x1b[{COLOUR_CODES[card // NUM_VALUES]}m{name}{RESET}"
 
@@ -59,9 +59,9 @@ class Style:
     def combo(self, index: int) -> str:
         """A combo's cards by colour, then value (as the web app's log and ``render()`` write
         them), with its number (R5) when it has several cards: ``B5 B7 (75)``, ``R3``."""
-        cards = cards_of(COMBO_BITS[index])
+        cards = cards_of(PLAY_BITS[index])
         text = " ".join(self.card(c) for c in cards)
-        return f"{text} ({int(COMBO_NUMBER[index])})" if len(cards) > 1 else text
+        return f"{text} ({PLAY_NUMBER[index]})" if len(cards) > 1 else text
 
     def bold(self, text: str) -> str:
         return f"{BOLD}{text}{RESET}" if self.colour else text
@@ -146,13 +146,14 @@ class Narrator:
             line = f"  {who}  passes"
             if forced and (self.seat is None or self.seat == seat):
                 line += " (nothing beats it)"
-        elif action >= TAKE:
-            rest = before.take_from & ~(1 << (action - TAKE))
-            line = f"  {' ' * self.width}  takes {s.card(action - TAKE)}"
+        elif TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE:
+            card = GOAT if action == GOAT_TAKE else action - TAKE
+            rest = before.take_from & ~(1 << card)
+            line = f"  {' ' * self.width}  takes {s.card(card)}"
             line += f", discards {s.hand(rest)}" if rest else ""
         else:
             line = f"  {who}  plays {s.combo(action)}"
-        if action < PASS and before.hands[seat] == COMBO_BITS[action]:
+        if PLAY_BITS[action] and before.hands[seat] == PLAY_BITS[action]:
             line += " and goes out"
         lines = [line]
         if len(after.history) > len(before.history):

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.files import write_atomic
-from odin_env.cards import names
-from odin_env.combos import COMBO_BITS, NUM_COMBOS
-from odin_env.rules import NUM_ACTIONS, PASS, PHASE_NAMES, TAKE, Config, Game, refuse_goat
+from odin_env.cards import GOAT_BIT, GOAT_PENALTY, MAX_HAND, names
+from odin_env.rules import PHASE_NAMES, Config, Game
+from odin_env.spec import GOAT_TAKE, NUM_ACTIONS, PASS, PLAY_BITS, TAKE
 from odin_lab.evaluation.limits import (
     MAX_ACTIONS,
     MAX_DECISIONS,
@@ -271,9 +271,7 @@ def _config(data: object) -> Config:
                 f"config: {name} must be a number or a short name; got {_shown(value)}"
             )
     try:
-        config = Config(**data)
-        refuse_goat(config, "a records file")
-        return config
+        return Config(**data)
     except (TypeError, ValueError) as e:
         raise ValueError(f"config: {e}") from None
 
@@ -309,8 +307,9 @@ def _record(data: object, k: int, config: Config, agents: int) -> GameRecord:
     hands = data["hands"]
     if not isinstance(hands, list):
         raise ValueError(f"{where}.hands must be a list of per-hand penalties")
+    most = MAX_HAND + (GOAT_PENALTY - 1) * config.goat  # the Goat costs 5 (G4)
     for h, hand in enumerate(hands):
-        _ints(hand, f"{where}.hands[{h}]", 0, 9, n)
+        _ints(hand, f"{where}.hands[{h}]", 0, most, n)
     _ints(data["agents"], f"{where}.agents", 0, agents - 1, n)
     _ints(data["totals"], f"{where}.totals", 0, None, n)
     winners = _ints(data["winners"], f"{where}.winners", 0, n - 1)
@@ -322,7 +321,7 @@ def _record(data: object, k: int, config: Config, agents: int) -> GameRecord:
             f"{where}.actions: {len(actions):,} actions, over the limit of {MAX_ACTIONS:,} "
             "in one game"
         )
-    _ints(actions, f"{where}.actions", 0, NUM_ACTIONS - 1)
+    _ints(actions, f"{where}.actions", 0, config.num_actions - 1)
     return GameRecord.from_dict(data)
 
 
@@ -343,10 +342,10 @@ def describe_action(game: Game, action: int) -> str:
     ``take Y5``."""
     if action == PASS:
         return "pass"
-    if action >= TAKE:
-        return f"take {names(1 << (action - TAKE))}"
-    if 0 <= action < NUM_COMBOS:
-        return f"play {names(COMBO_BITS[action])}"
+    if TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE:
+        return f"take {names(GOAT_BIT if action == GOAT_TAKE else 1 << (action - TAKE))}"
+    if 0 <= action < len(PLAY_BITS) and PLAY_BITS[action]:
+        return f"play {names(PLAY_BITS[action])}"
     return f"no action ({action})"
 
 
@@ -454,6 +453,28 @@ def replay_steps(record: GameRecord, config: Config) -> list[Step]:
     return list(iter_steps(record, config))
 
 
+def goat_hands(record: GameRecord, config: Config) -> list[tuple[int, bool]]:
+    """Per hand of ``record``'s Goat game: the seat the Goat was dealt to (G1), and whether it
+    was still in a hand when the hand ended (costing 5, G4; not when its holder went out with
+    it, nor when it lay on the table or in the discard). Checked as :func:`replay` checks."""
+    hands: list[tuple[int, bool]] = []
+    before: tuple[int, list[int]] = (0, [])  # the seat and hands before the latest decision
+
+    def ended() -> None:  # the hand's last decision is its winner's going out
+        seat, held = before
+        hands[-1] = (hands[-1][0], any(h & GOAT_BIT for s, h in enumerate(held) if s != seat))
+
+    for game, _, _ in _decisions(record, config):
+        if len(game.history) == len(hands):  # the first decision of a hand
+            if hands:
+                ended()
+            hands.append((next(s for s, h in enumerate(game.hands) if h & GOAT_BIT), False))
+        before = (game.current, list(game.hands))
+    if hands:
+        ended()
+    return hands
+
+
 def copy_game(game: Game) -> Game:
     """An independent copy of ``game`` (its generator included; the frozen config shared)."""
     return copy.deepcopy(game, {id(game.config): game.config})
@@ -474,7 +495,7 @@ def check_game_index(records: RecordsFile, index: int) -> GameRecord:
 
 __all__ = [
     "RECORDS_FORMAT", "RECORDS_VERSION", "RecordsFile", "Step", "check_game_index",
-    "config_dict", "copy_game", "describe_action", "iter_steps", "load_records",
+    "config_dict", "copy_game", "describe_action", "goat_hands", "iter_steps", "load_records",
     "parse_records", "records_document", "records_text", "replay", "replay_steps",
     "write_person_game", "write_records",
 ]  # fmt: skip
