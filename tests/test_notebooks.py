@@ -28,6 +28,7 @@ NAMES = [
     "02_seat_effect.ipynb",
     "03_thresholds.ipynb",
     "04_strategies_and_training.ipynb",
+    "05_goat.ipynb",
 ]
 CELL_TIMEOUT_S = 240
 

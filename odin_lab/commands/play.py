@@ -4,7 +4,8 @@
     python play.py --opponents ppo ppo ppo
     python play.py --opponents random --threshold 5 --seat 1 --seed 7 --out results/mine.json
 
-Type a move as card names (``R3 Y3``), a number from the menu, ``pass`` or ``take Y5``;
+Type a move as card names (``R3 Y3``; ``Goat``, with ``--goat``), a number from the menu,
+``pass`` or ``take Y5``;
 ``hint`` shows the search's view of each move (your win chance and expected penalty),
 ``help`` explains, ``quit`` stops. The game is saved as a records file (default
 ``results/play/seed-SEED.json``) that ``python evaluate.py replay FILE`` tells; a game stopped
@@ -48,7 +49,10 @@ def parser() -> argparse.ArgumentParser:
         "--out", type=cli_path, help="records file (default results/play/seed-SEED.json)"
     )
     p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
-    cli.add_fields(p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"})
+    cli.add_fields(
+        p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"},
+        allow={"goat"},
+    )  # fmt: skip
     return p
 
 
@@ -58,11 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = Config(**{"players": len(args.opponents) + 1, **cli.given(args, GAME_FLAGS)})
         from agents.registry import check_spec
+        from odin_lab.commands.common import check_agent
         from odin_lab.evaluation.play import check_setup
 
         check_setup(config, args.seat, args.opponents)
         for spec in dict.fromkeys(args.opponents):
             check_spec(spec)
+            if config.goat:  # an agent that does not play the Goat is refused before the game
+                check_agent(spec, config)
         if args.seed is not None and args.seed < 0:
             raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
         seed = secrets.randbelow(2**31) if args.seed is None else args.seed

@@ -1,5 +1,5 @@
-"""Moves as a person types them: card names (``R3 Y3``), a number from the menu of legal
-moves, ``pass`` or ``take Y5``; and the menu itself.
+"""Moves as a person types them: card names (``R3 Y3``; ``Goat`` for the Goat, RULES G1-G5), a
+number from the menu of legal moves, ``pass`` or ``take Y5``; and the menu itself.
 
 :func:`parse_move` returns a legal action of the decision at hand or raises :class:`MoveError`
 with the reason in the game's own words (docs/rules.md: lead, follow, take, beat). It only
@@ -11,14 +11,17 @@ from __future__ import annotations
 from odin_env.cards import (
     COLOUR_LETTERS,
     COLOUR_NAMES,
+    GOAT,
+    GOAT_BIT,
     MAX_HAND,
     bits_of,
     card_name,
     cards_of,
     parse_card,
 )
-from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE, combo_index_of_bits, is_combo
+from odin_env.combos import combo_index_of_bits, goat_combo_index_of_bits, is_combo
 from odin_env.rules import LEAD, PASS, TAKE, TAKING, Game
+from odin_env.spec import GOAT_PLAY, GOAT_TAKE, NUM_ACTIONS, PLAY_BITS, PLAY_NUMBER, PLAY_SIZE
 
 HOW = (
     "type a menu number, cards like R3 Y3 (colour letter, then value), pass, take Y5, hint, help "
@@ -33,8 +36,10 @@ class MoveError(ValueError):
 
 def menu(game: Game) -> list[int]:
     """The legal actions of the decision at hand in the order they are listed: pass first,
-    then the plays by size and number (the combos' canonical order), or the takes by card."""
-    legal = list(game.legal)
+    then the plays by size and number (the combos' canonical order, the Goat's among them), or
+    the takes by card."""
+    # With the Goat, its plays (after the takes in action order, G5) go among the others.
+    legal = sorted(game.legal, key=lambda a: (PLAY_SIZE[a], PLAY_NUMBER[a], a))
     return [PASS, *(a for a in legal if a != PASS)] if PASS in legal else legal
 
 
@@ -48,14 +53,27 @@ def move_name(action: int) -> str:
     """What to type for ``action``: ``pass``, ``take Y5``, ``B5 B7``."""
     if action == PASS:
         return "pass"
-    if action >= TAKE:
-        return f"take {cards_text(1 << (action - TAKE))}"
-    return cards_text(COMBO_BITS[action])
+    if _is_take(action):
+        return f"take {cards_text(1 << _taken(action))}"
+    return cards_text(PLAY_BITS[action])
+
+
+def _is_take(action: int) -> bool:
+    return TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE
+
+
+def _taken(action: int) -> int:
+    """The card a take action takes (G5: the Goat's take is its own action)."""
+    return GOAT if action == GOAT_TAKE else action - TAKE
+
+
+def _take_of(card: int) -> int:
+    return GOAT_TAKE if card == GOAT else TAKE + card
 
 
 def _combo(index: int) -> str:
-    text = cards_text(COMBO_BITS[index])
-    return f"{text} ({int(COMBO_NUMBER[index])})" if COMBO_SIZE[index] > 1 else text
+    text = cards_text(PLAY_BITS[index])
+    return f"{text} ({PLAY_NUMBER[index]})" if PLAY_SIZE[index] > 1 else text
 
 
 def parse_move(text: str, game: Game, shown: list[int] | None = None) -> int:
@@ -77,7 +95,7 @@ def parse_move(text: str, game: Game, shown: list[int] | None = None) -> int:
     if head == "take":
         if len(words) != 2:
             raise MoveError("take one card: type take and its name, e.g. take Y5")
-        return _check(TAKE + _card(words[1]), game)
+        return _check(_take_of(_card(words[1])), game)
     cards = [_card(w) for w in words]
     seen = set()
     for card, word in zip(cards, words):
@@ -85,14 +103,19 @@ def parse_move(text: str, game: Game, shown: list[int] | None = None) -> int:
             raise MoveError(f"{word.upper()} is named twice")
         seen.add(card)
     if game.phase == TAKING and len(cards) == 1:
-        return _check(TAKE + cards[0], game)  # a lone card while taking: the card to take
+        return _check(_take_of(cards[0]), game)  # a lone card while taking: the card to take
     bits = bits_of(cards)
     missing = bits & ~game.hands[game.current]
     if missing and game.phase != TAKING:
         raise MoveError(f"you do not hold {cards_text(missing)}")
     if not is_combo(bits):
-        typed = " ".join(w.upper() for w in words)
-        raise MoveError(f"{typed} is not a combo: its cards must share one colour or one value")
+        typed = " ".join(card_name(c) for c in cards)
+        goat = "; the Goat joins cards of one colour only" if bits & GOAT_BIT else ""
+        raise MoveError(
+            f"{typed} is not a combo: its cards must share one colour or one value{goat}"
+        )
+    if bits & GOAT_BIT:
+        return _check(GOAT_PLAY + goat_combo_index_of_bits(bits), game)
     return _check(combo_index_of_bits(bits), game)
 
 
@@ -102,7 +125,8 @@ def _card(word: str) -> int:
     except ValueError:
         letters = ", ".join(f"{a} {name}" for a, name in zip(COLOUR_LETTERS, COLOUR_NAMES))
         raise MoveError(
-            f"cannot read {word!r}: a card is a colour letter ({letters}) and a value 1-9; {HOW}"
+            f"cannot read {word!r}: a card is a colour letter ({letters}) and a value 1-9 (or "
+            f"Goat, with the Goat); {HOW}"
         ) from None
 
 
@@ -112,19 +136,19 @@ def _check(action: int, game: Game) -> int:
         return action
     if game.phase == TAKING:
         offer = cards_text(game.take_from)
-        if action >= TAKE:
+        if _is_take(action):
             raise MoveError(f"you can take only one of {offer}")
         raise MoveError(f"first take one card of {offer}, the combo you beat (take CARD)")
     if action == PASS:
         raise MoveError("you lead this trick, and a leader cannot pass: play one card")
-    if action >= TAKE:
+    if _is_take(action):
         raise MoveError("there is nothing to take: a card is taken right after beating a combo")
     if game.phase == LEAD:
         raise MoveError(
             "a trick is led with one card, or with your whole hand when it is one combo"
         )
     table = game.table
-    size, number = int(COMBO_SIZE[table]), int(COMBO_NUMBER[table])
+    size, number = PLAY_SIZE[table], PLAY_NUMBER[table]
     more = f", or {size + 1} cards" if size < MAX_HAND else ""
     raise MoveError(
         f"{_combo(action)} does not beat {_combo(table)}: play {size} card"
