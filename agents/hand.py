@@ -142,7 +142,7 @@ class Seen:
 
 def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
     """Decode the observation and legal mask into a :class:`Seen`."""
-    refuse_goat(action_mask, "the hand-written agents and search")
+    refuse_goat(action_mask, "the search (and the analyses that read hands with agents.hand.see)")
     v = views(observation)
     legal = np.asarray(action_mask).view(np.bool_).nonzero()[0]
     plays = legal[legal < PASS]

@@ -38,6 +38,8 @@ from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
 from agents.outside import FORMS, absolute_spec
 from agents.ppo import BundledPPO, PPOAgent, read_model
 from agents.search import SearchAgent
+from odin_env.observation import observe
+from odin_env.rules import Config, Game
 
 SEARCH_MAX_ROLLOUTS = 100_000
 """Most playouts per decision ``search:N`` takes (about a minute a decision on one core)."""
@@ -57,6 +59,25 @@ def agent_names() -> list[str]:
     ``linear``: a held-out opponent stays out of the lists that tools enumerate (a league drawn
     from them would train against it); it is a spec all the same."""
     return ["random", *HEURISTICS, "ppo", DMC, "search"]
+
+
+GOAT_AGENTS = ("random", *HEURISTICS)
+"""The lab's agents that play a game with the Goat (RULES G1-G5); the others refuse one."""
+
+
+def check_plays(spec: str, config: Config) -> None:
+    """``ValueError`` (one line, naming the setting) when agent ``spec`` does not play games of
+    ``config``: for a Goat game, the agent is built and asked for the first decision of a seeded
+    one (an agent that does not play the Goat refuses it there)."""
+    if not config.goat:
+        return
+    agent = make(spec)
+    game = Game(config, seed=0)
+    game.play_forced()
+    try:
+        agent.act(observe(game, game.current), game.legal_mask())
+    except ValueError as e:
+        raise ValueError(f"agent {spec!r}: {e}") from None
 
 
 def outside_names() -> list[str]:
@@ -191,12 +212,14 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 __all__ = [
+    "GOAT_AGENTS",
     "MODEL_KINDS",
     "SEARCH_MAX_MS",
     "SEARCH_MAX_ROLLOUTS",
     "absolute_spec",
     "agent_names",
     "batch_form_names",
+    "check_plays",
     "check_spec",
     "has_batch_form",
     "make",

@@ -39,6 +39,9 @@ RULES_HTML = ROOT / "odin_lab" / "webapp" / "static" / "rules.html"
 RULES_START = "## Material"
 RULES_END = "All settings live in"
 """The players' rules run from the section on the material to the research settings' table."""
+GOAT_START = "## The Grumpy Goat"
+GOAT_END = "## How the engine encodes it"
+"""Then the Goat's variant (G1-G5), for the games played with it."""
 
 PHONE = {"width": 390, "height": 844}
 SMALL_PHONE = {"width": 360, "height": 740}
@@ -52,7 +55,7 @@ PAGE = """<!doctype html>
   <link rel="stylesheet" href="/static/style.css">
 </head>
 <body>
-  <!-- Rules R1 to R16 of docs/rules.md, rendered by tests/test_webapp_phone.py (rules_page);
+  <!-- Rules R1-R16 and G1-G5 of docs/rules.md, rendered by tests/test_webapp_phone.py (rules_page);
        `python tests/test_webapp_phone.py` renews this file, and its test fails when it differs. -->
   <header class="topbar">
     <h1>Odin <small>the rules</small></h1>
@@ -80,13 +83,17 @@ def rules_page(markdown_text: str) -> str:
     item anchored by its id (``#r8``), so the game's explanations can link to a rule."""
     import markdown
 
-    start = markdown_text.index(RULES_START)
-    end = markdown_text.index(RULES_END, start)
-    # docs/rules.md nests lists and tables by 4 spaces, as Python-Markdown (and so MkDocs) wants.
-    text = markdown_text[start:end]
-    body = markdown.markdown(text, extensions=["tables"], output_format="html")
-    body = re.sub(r"<li>(\s*(?:<p>)?)<strong>R(\d+)\.", r'<li id="r\2">\1<strong>R\2.', body)
-    return PAGE.format(rules=body.strip())
+    parts = []
+    for first, last in ((RULES_START, RULES_END), (GOAT_START, GOAT_END)):
+        start = markdown_text.index(first)
+        text = markdown_text[start : markdown_text.index(last, start)]
+        # docs/rules.md nests lists and tables by 4 spaces, as Python-Markdown (and MkDocs) wants.
+        body = markdown.markdown(text, extensions=["tables"], output_format="html")
+        anchored = r'<li id="\2\3">\1<strong>\2\3.'  # R8 -> id r8 (lower-cased below)
+        body = re.sub(r"<li>(\s*(?:<p>)?)<strong>([RG])(\d+)\.", anchored, body)
+        body = re.sub(r'<li id="([RG])', lambda m: f'<li id="{m[1].lower()}', body)
+        parts.append(body.strip())
+    return PAGE.format(rules="\n".join(parts))
 
 
 def page_text(markup: str) -> str:
@@ -102,6 +109,8 @@ def test_the_rules_page_is_the_players_part_of_docs_rules_md():
     )
     for rule in range(1, 17):
         assert f'id="r{rule}"' in page, rule
+    for rule in range(1, 6):
+        assert f'id="g{rule}"' in page, rule
     words = page_text(page)
     assert "if the leader's whole hand is a single combo" in words
     assert "Nothing else beats A." in words

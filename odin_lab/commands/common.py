@@ -27,21 +27,16 @@ def check_agent(spec: str, config: Config | None = None) -> None:
     (``config.goat``), also ask it for one decision of one, so an agent that does not play the
     Goat is refused here, naming the setting, before any game."""
     from agents import make
+    from agents.registry import check_plays
 
     name, _, path = spec.partition(":")
     if name == "ppo" and path and not Path(path).exists():
         raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
     try:
-        agent = make(spec)
         if config is not None and config.goat:
-            from odin_env.observation import observe
-            from odin_env.rules import Game
-
-            game = Game(config, seed=0)
-            try:
-                agent.act(observe(game, game.current), game.legal_mask())
-            except ValueError as e:
-                raise ValueError(f"agent {spec!r}: {e}") from None
+            check_plays(spec, config)  # builds it and asks it for one decision
+        else:
+            make(spec)
     except ImportError as e:
         raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
     except OSError as e:

@@ -70,7 +70,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from agents.registry import agent_names
+from agents.registry import GOAT_AGENTS, agent_names
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_lab.webapp.errors import RequestError
 from odin_lab.webapp.replays import Catalogue, replay_query
@@ -194,6 +194,7 @@ def create_app(
             "players": list(range(MIN_PLAYERS, MAX_PLAYERS + 1)),
             "threshold": Config().threshold,
             "max_threshold": MAX_THRESHOLD,
+            "goat": [name for name in offered if name in GOAT_AGENTS],
             "notes": {
                 "ppo": "bundled models trained for 2 players and for 4 (also at 3, 5, 6)",
                 "dmc": "one network trained for every table size, with no heuristic inside",
@@ -214,8 +215,9 @@ def create_app(
 
     @app.post("/api/games/{game_id}/move")
     async def move(game_id: str, request: Request) -> dict:
-        action, turn = parse_move(await _body(request))
+        body = await _body(request)
         session = store.get(game_id)
+        action, turn = parse_move(body, session.config.goat)
 
         def play() -> dict:
             with session.lock:  # one move of a game at a time; the response is that move's

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.registry import agent_names
+from agents.registry import GOAT_AGENTS, agent_names, check_plays
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, PHASE_NAMES, Config, Game, check_action
 from odin_lab.evaluation.coach import DEFAULT_MS, MAX_MS, MIN_MS
 from odin_lab.evaluation.limits import MAX_LIVE_GAMES
@@ -196,12 +196,17 @@ def parse_new_game(
     Fields: ``players`` (2-6), ``opponents`` (one agent name per other seat, from ``names``,
     default ``agents.registry.agent_names()``: no model paths), ``threshold`` (1-100, default
     15), ``seed`` (optional integer >= 0: the same seed deals the same cards, so a game with a
-    chosen seed is practice; its record says ``"seed_chosen": true``)."""
+    chosen seed is practice; its record says ``"seed_chosen": true``), ``goat`` (optional
+    ``true``: play with the Grumpy Goat, RULES G1-G5; every opponent must play it)."""
     body = check_fields(
-        body, {"players": True, "opponents": True, "threshold": False, "seed": False}
+        body,
+        {"players": True, "opponents": True, "threshold": False, "seed": False, "goat": False},
     )
     players = check_int("players", body["players"], MIN_PLAYERS, MAX_PLAYERS)
     threshold = check_int("threshold", body.get("threshold", 15), 1, MAX_THRESHOLD)
+    goat = body.get("goat", False)
+    if not isinstance(goat, bool):
+        raise RequestError(400, f"goat must be true or false; got {shown(goat)}")
     seed = body.get("seed")
     if seed is not None:
         seed = check_int("seed", seed, 0, MAX_SEED)
@@ -216,15 +221,26 @@ def parse_new_game(
             raise RequestError(
                 400, f"unknown opponent {shown(spec)}: allowed are {', '.join(names)}"
             )
-    return Config(players=players, threshold=threshold), opponents, seed
+    config = Config(players=players, threshold=threshold, goat=goat)
+    if goat:
+        for spec in dict.fromkeys(opponents):
+            if spec not in GOAT_AGENTS:
+                try:
+                    check_plays(spec, config)  # an outside agent may play it: ask it
+                except ValueError as error:
+                    raise RequestError(
+                        400, f"{error} (the lab's agents that do: {', '.join(GOAT_AGENTS)})"
+                    ) from None
+    return config, opponents, seed
 
 
-def parse_move(body: object) -> tuple[int, int]:
+def parse_move(body: object, goat: bool = False) -> tuple[int, int]:
     """``(action, turn)`` of a move request, or ``RequestError(400)``: ``action`` an integer
-    action (``odin_env.spec.check_action``), ``turn`` the decision it answers (the view's)."""
+    action (``odin_env.spec.check_action``; of a Goat game with ``goat``), ``turn`` the decision
+    it answers (the view's)."""
     body = check_fields(body, {"action": True, "turn": True})
     try:
-        action = check_action(body["action"])
+        action = check_action(body["action"], goat=goat)
     except ValueError as error:  # ActionTypeError is one too
         # The message names the value: a short form of it keeps the refusal one short line.
         given = body["action"]

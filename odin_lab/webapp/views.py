@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from odin_env.cards import card_name, cards_of
-from odin_env.combos import COMBO_BITS, COMBO_CARDS, COMBO_NUMBER
+from odin_env.cards import GOAT, card_name, cards_of
 from odin_env.rules import FOLLOW, LEAD, OVER, PASS, PHASE_NAMES, TAKE, Game
+from odin_env.spec import GOAT_TAKE, NUM_ACTIONS, PLAY_BITS, PLAY_NUMBER
 
 
 def card_names(bits: int) -> list[str]:
@@ -28,9 +28,10 @@ def action_json(action: int) -> dict:
     """One action as the page reads it: ``kind`` (play, pass, take) and the cards it moves."""
     if action == PASS:
         return {"action": action, "kind": "pass", "cards": []}
-    if action >= TAKE:
-        return {"action": action, "kind": "take", "cards": [card_name(action - TAKE)]}
-    return {"action": action, "kind": "play", "cards": [card_name(c) for c in COMBO_CARDS[action]]}
+    if TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE:
+        card = GOAT if action == GOAT_TAKE else action - TAKE
+        return {"action": action, "kind": "take", "cards": [card_name(card)]}
+    return {"action": action, "kind": "play", "cards": card_names(PLAY_BITS[action])}
 
 
 def seat_view(game: Game, names: Sequence[str], viewer: int | None) -> dict:
@@ -38,7 +39,8 @@ def seat_view(game: Game, names: Sequence[str], viewer: int | None) -> dict:
 
     ``names[s]`` labels seat ``s``. Keys: ``players``, ``threshold``, ``hand_number``, ``phase``
     (lead, follow, take, over), ``current`` (the seat to act), ``viewer``, ``table`` (``cards``,
-    ``number``, ``owner``; ``None`` when a trick is to be led), ``take_from``, ``discard``,
+    ``number``, ``owner``; ``None`` when a trick is to be led), ``goat`` (a game with the Goat,
+    RULES G1-G5: its card is named ``"Goat"``), ``take_from``, ``discard``,
     ``seats`` (per seat: ``name``, ``hand_size``, ``total``, ``known``, and ``hand``: the cards,
     or ``None`` when hidden from the viewer), ``history`` (each finished hand's penalties) and
     ``winners`` (empty until the game is over)."""
@@ -46,8 +48,8 @@ def seat_view(game: Game, names: Sequence[str], viewer: int | None) -> dict:
     table = None
     if game.table >= 0 and game.phase != OVER:
         table = {
-            "cards": card_names(COMBO_BITS[game.table]),
-            "number": int(COMBO_NUMBER[game.table]),
+            "cards": card_names(PLAY_BITS[game.table]),
+            "number": PLAY_NUMBER[game.table],
             "owner": game.owner,
         }
     seats = []
@@ -67,6 +69,7 @@ def seat_view(game: Game, names: Sequence[str], viewer: int | None) -> dict:
         "players": config.players,
         "threshold": config.threshold,
         "colours": config.colours,
+        "goat": config.goat,
         "hand_number": game.hand_number,
         "phase": PHASE_NAMES[game.phase],
         "current": game.current,
@@ -127,11 +130,11 @@ def describe(
     elif kind == "take":
         text = f"{_says(who, 'take')} {cards[0]}"
     else:
-        number = int(COMBO_NUMBER[action])
+        number = PLAY_NUMBER[action]
         verb = "lead" if before.phase == LEAD else "play"
         text = f"{_says(who, verb)} {' '.join(cards)} ({number})"
         if before.phase == FOLLOW and before.table >= 0:
-            text += f" over {' '.join(card_names(COMBO_BITS[before.table]))}"
+            text += f" over {' '.join(card_names(PLAY_BITS[before.table]))}"
     if forced:
         text += " (forced)"
     trick_won_by = None

@@ -12,6 +12,7 @@
 const $ = (id) => document.getElementById(id);
 const COLOURS = { R: "red", Y: "yellow", G: "green", B: "blue", P: "purple", O: "orange" };
 const ORDER = "RYGBPO";
+const GOAT = "Goat"; // the Grumpy Goat's name (RULES G1-G5): no colour, the number 0
 const ME = 0; // the person's seat (webapp.sessions.HUMAN)
 
 const state = {
@@ -57,10 +58,13 @@ function screen(id) {
 // -- cards ---------------------------------------------------------------------------------
 
 function card(name, extra) {
-  const tile = el("span", `card c-${name[0]}${extra ? " " + extra : ""}`);
+  const goat = name === GOAT;
+  const tile = el("span", `card ${goat ? "c-goat" : `c-${name[0]}`}${extra ? " " + extra : ""}`);
   tile.dataset.card = name;
-  tile.title = `${COLOURS[name[0]]} ${name.slice(1)}`;
-  tile.append(el("b", "", name.slice(1)), el("i", "", name[0]));
+  tile.title = goat
+    ? "the Grumpy Goat: number 0, joins cards of any one colour; 5 points if left in a hand"
+    : `${COLOURS[name[0]]} ${name.slice(1)}`;
+  tile.append(el("b", "", goat ? "0" : name.slice(1)), el("i", "", goat ? "goat" : name[0]));
   return tile;
 }
 
@@ -77,7 +81,8 @@ function backs(count) {
 }
 
 function sorted(names, by) {
-  const key = (n) => by === "value"
+  const key = (n) => n === GOAT ? 100 // the Goat last, whatever the order
+    : by === "value"
     ? Number(n.slice(1)) * 10 + ORDER.indexOf(n[0])
     : ORDER.indexOf(n[0]) * 10 + Number(n.slice(1));
   return [...names].sort((a, b) => key(a) - key(b));
@@ -174,6 +179,7 @@ async function setup() {
   for (const n of state.agents.players) players.append(new Option(`${n} players`, n));
   players.value = "4";
   players.onchange = drawOpponents;
+  $("goat").onchange = drawOpponents;
   $("threshold").value = state.agents.threshold;
   $("threshold").max = state.agents.max_threshold;
   const notes = Object.entries(state.agents.notes).map(([a, text]) => `${a}: ${text}`);
@@ -188,8 +194,11 @@ function drawOpponents() {
   for (let seat = 1; seat < Number($("players").value); seat++) {
     const select = el("select");
     select.id = `opponent-${seat}`;
-    for (const name of state.agents.agents) select.append(new Option(name, name));
-    select.value = before[seat - 1] || "ppo";
+    // With the Goat, only the agents that play it are offered.
+    const offered = $("goat").checked ? state.agents.goat : state.agents.agents;
+    for (const name of offered) select.append(new Option(name, name));
+    select.value = offered.includes(before[seat - 1]) ? before[seat - 1]
+      : offered.includes("ppo") ? "ppo" : "planner";
     const label = el("label", "", `Seat ${seat} `);
     label.append(select);
     box.append(label);
@@ -203,6 +212,7 @@ async function startGame(event) {
   const body = { players, threshold: Number($("threshold").value), opponents: [] };
   for (let seat = 1; seat < players; seat++) body.opponents.push($(`opponent-${seat}`).value);
   if ($("seed").value !== "") body.seed = Number($("seed").value);
+  if ($("goat").checked) body.goat = true;
   Object.assign(state, { game: null, view: null }); // the previous game's view is gone
   try {
     begin(await api("POST", "/api/games", body), []);

@@ -5,10 +5,13 @@
 
 const RULES_PAGE = "/static/rules.html";
 
-const valueOf = (name) => Number(name.slice(1));
+const valueOf = (name) => (name === GOAT ? 0 : Number(name.slice(1)));
 
-// R4: one card, or cards that share one colour, or cards that share one value.
+// R4: one card, or cards that share one colour, or cards that share one value. G2: the Goat
+// joins cards of one colour (as a 0), never cards of one value.
 function isCombo(names) {
+  const coloured = names.filter((n) => n !== GOAT);
+  if (coloured.length < names.length) return coloured.every((n) => n[0] === coloured[0][0]);
   return names.length > 0 && (
     names.every((n) => n[0] === names[0][0]) || names.every((n) => valueOf(n) === valueOf(names[0])));
 }
@@ -34,7 +37,8 @@ function withRule(text, rule) {
 function whyIllegal(names, view) {
   const chosen = cardsText(names);
   if (!isCombo(names)) {
-    return withRule(`${chosen} is not a combo: a combo's cards share one colour or one value.`, "r4");
+    const goat = names.includes(GOAT) ? " The Goat joins cards of one colour only." : "";
+    return withRule(`${chosen} is not a combo: a combo's cards share one colour or one value.${goat}`, "r4");
   }
   if (view.phase === "lead") return whyNotLead(names, view);
   if (view.phase === "follow" && view.table) return whyNotBeat(names, view.table);
