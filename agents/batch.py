@@ -33,7 +33,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from agents.base import Agent, refuse_goat
-from odin_env._batched_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
+from odin_env._pick_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
 from odin_env.observation import GOAT_FIELD_SIZE, OBS_SIZE
 from odin_env.seeding import keyed_uniforms
 from odin_env.spec import NUM_ACTIONS, NUM_GOAT_ACTIONS
@@ -96,16 +96,17 @@ class BatchRandomAgent:
         instead of the generator, which is then left untouched. The returned array is reused
         by the next call (copy it to keep it).
         """
-        check_batch(obs, mask)
+        check_batch(obs, mask, goat=True)  # uniform over any game's legal actions
         batch = mask.shape[0]
         if keys is not None and np.shape(keys) != (batch,):
             raise ValueError(
                 f"keys must hold one key per row, shape ({batch},); got {np.shape(keys)}"
             )
         uniforms = self.rng.random(batch) if keys is None else keyed_uniforms(keys)
-        if self._out.shape[0] != batch:
+        blocks = mask.shape[1] // PICK_BLOCK + 1  # the scratch the kernel writes, per row
+        if self._out.shape[0] != batch or self._sums.shape[1] != blocks:
             self._out = np.zeros(batch, dtype=np.int64)
-            self._sums = np.zeros((batch, self._sums.shape[1]), dtype=np.int64)
+            self._sums = np.zeros((batch, blocks), dtype=np.int64)
         mask = np.ascontiguousarray(mask)
         if mask.dtype != np.int8:
             mask = mask.astype(np.int8)
@@ -125,7 +126,7 @@ class PerGameAgent:
 
     def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The wrapped agent's action for each row, in row order."""
-        check_batch(obs, mask)
+        check_batch(obs, mask, goat=True)  # the agent itself refuses a game it does not play
         return np.array(
             [self.agent.act(obs[i], mask[i]) for i in range(obs.shape[0])], dtype=np.int64
         )
@@ -153,7 +154,7 @@ def act_by_seat(
     is asked once, for the rows where its seat acts (``seat`` from ``BatchedGames``; any index
     into ``agents`` per row works, such as the agent each game seats there). ``keys``: one
     ``uint64`` per row, handed (their rows' part) to the agents that take keys."""
-    check_batch(obs, mask)
+    check_batch(obs, mask, goat=True)  # each agent refuses a game it does not play
     if seat.shape != (obs.shape[0],) or (
         seat.size and not 0 <= seat.min() <= seat.max() < len(agents)
     ):

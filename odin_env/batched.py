@@ -13,8 +13,9 @@ objects every time; copy what you keep):
 =================  ==================  ===================================================
 attribute          shape, dtype        content after ``reset`` / ``step``
 =================  ==================  ===================================================
-``obs``            (B, OBS_SIZE) f32   the acting seat's observation (``observation.observe``)
-``mask``           (B, 3634) int8      its legal actions (``Game.legal_mask``)
+``obs``            (B, OBS_SIZE) f32   the acting seat's observation (``observation.observe``;
+                                       ``OBS_SIZE + 11`` entries with the Goat)
+``mask``           (B, 3634) int8      its legal actions (``Game.legal_mask``; 6,702 with the Goat)
 ``seat``           (B,) int64          the acting seat
 ``rewards``        (B, players) f64    what the step paid each seat (``Game.apply`` plus the
                                        forced decisions after it, summed; 0 when nothing)
@@ -45,7 +46,9 @@ seeded games (a tournament) keeps every slot busy with the next game of its list
 AEC env does; a step then counts one decision per game. A bad action anywhere in the batch
 raises ``ValueError`` naming the game index and the action before any game changes.
 
-The work runs in numba kernels (:mod:`odin_env._batched_kernels`, compiled on first use and
+A game with the Goat (``Config(goat=True)``, RULES G1-G5) plays as ``rules.Game`` plays it, the
+same differential check included. The work runs in numba kernels (:mod:`odin_env._batched_kernels`
+and :mod:`odin_env._batched_steps`, compiled on first use and
 cached on disk), on one thread, or on numba's threads with ``parallel=True`` (same results;
 worth it only on otherwise idle cores); the random draws stay in Python, in each game's own
 numpy ``Generator``.
@@ -62,34 +65,26 @@ from typing import NamedTuple
 import numpy as np
 
 from odin_env import _batched_kernels as k
-from odin_env.cards import MAX_HAND, NUM_COLOURS, NUM_VALUES
-from odin_env.combos import (
-    BEAT_LO,
-    BY_COLOUR,
-    BY_VALUE,
-    COMBO_BITS,
-    COMBO_SIZE,
-    NUM_COMBOS,
-    SPREAD,
-    combo_index_of_bits,
-)
-from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE
+from odin_env import _batched_steps as steps
+from odin_env._batched_tables import tables
+from odin_env.cards import GOAT, MAX_HAND, NUM_VALUES
+from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE, observation_size
 from odin_env.rules import (
     FIRST_PLAYER_RULES,
+    GOAT_ACTION_RANGES,
     MAX_PLAYERS,
     MIN_PLAYERS,
-    NUM_ACTIONS,
-    PASS,
     PHASE_NAMES,
-    TAKE,
     Config,
     Game,
-    refuse_goat,
 )
+from odin_env.spec import ACTION_RANGES
 
 MAX_LEGAL = 256
 """Room for the legal actions of one decision: a follow offers at most C(9,4) + C(9,5) = 252
-combos (every subset of a 9-card hand is at most one combo) plus pass."""
+combos (every subset of a 9-card hand is at most one combo) plus pass. With the Goat, a hand of
+the Goat and 8 cards offers at most C(8,4) + C(8,5) = 126 combos without it (subsets of the 8)
+and 126 with it (the Goat with the subsets of 3 or 4 cards of one colour), plus pass: 253."""
 
 
 class BatchStep(NamedTuple):
@@ -157,71 +152,6 @@ def _check_batch(batch: object) -> None:
         raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
 
 
-def _subset_table(per_group: list, patterns: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flatten ``combos.BY_COLOUR`` or ``BY_VALUE`` into a start table and one index array:
-    the combos of size ``s`` in pattern ``p`` of group ``g`` are
-    ``idx[start[g, p, s] : start[g, p, s + 1]]``."""
-    sizes = MAX_HAND + 2
-    start = np.zeros((len(per_group), patterns, sizes + 1), dtype=np.int64)
-    flat: list[int] = []
-    for g, table in enumerate(per_group):
-        for p in range(patterns):
-            for s in range(sizes):
-                start[g, p, s] = len(flat)
-                flat.extend(table[p][s])
-            start[g, p, sizes] = len(flat)
-    return start, np.array(flat, dtype=np.int64)
-
-
-def _whole_hand_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Combo index of each one-colour pattern (``[colour, 9-bit values]``) and each one-value
-    pattern (``[value, 6-bit colours]``); -1 for the empty pattern."""
-    by_colour = np.full((NUM_COLOURS, 1 << NUM_VALUES), -1, dtype=np.int64)
-    for c in range(NUM_COLOURS):
-        for p in range(1, 1 << NUM_VALUES):
-            by_colour[c, p] = combo_index_of_bits(p << (c * NUM_VALUES))
-    by_value = np.full((NUM_VALUES, 1 << NUM_COLOURS), -1, dtype=np.int64)
-    for v in range(NUM_VALUES):
-        for q in range(1, 1 << NUM_COLOURS):
-            bits = sum(1 << (c * NUM_VALUES + v) for c in range(NUM_COLOURS) if q >> c & 1)
-            by_value[v, q] = combo_index_of_bits(bits)
-    return by_colour, by_value
-
-
-def _build_tables() -> tuple[np.ndarray, ...]:
-    colour_start, colour_idx = _subset_table(BY_COLOUR, 1 << NUM_VALUES)
-    value_start, value_idx = _subset_table(BY_VALUE, 1 << NUM_COLOURS)
-    colour_index, value_index = _whole_hand_tables()
-    # The kernels know PASS and TAKE as the number of combos and one more.
-    assert PASS == NUM_COMBOS and TAKE == NUM_COMBOS + 1
-    return (
-        np.array(COMBO_BITS, dtype=np.int64),
-        COMBO_SIZE.astype(np.int64),
-        BEAT_LO.astype(np.int64),
-        colour_start,
-        colour_idx,
-        value_start,
-        value_idx,
-        colour_index,
-        value_index,
-        # byte -> its 8 bits as float32 0/1, seen as 4 uint64, to write 8 cards in 4 stores
-        np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
-        .astype(np.float32)
-        .view(np.uint64),
-        np.array(SPREAD, dtype=np.int64),
-    )
-
-
-_TABLES: tuple[np.ndarray, ...] | None = None
-
-
-def _tables() -> tuple[np.ndarray, ...]:
-    global _TABLES  # built on first use: importing the module stays cheap
-    if _TABLES is None:
-        _TABLES = _build_tables()
-    return _TABLES
-
-
 _PLANES = ("hand", "table", "take", "discard", "known")
 if any(LAYOUT[name][0].start % 2 for name in _PLANES) or OBS_SIZE % 2:
     # The kernels write planes as pairs of float32; a layout change must keep them aligned.
@@ -241,7 +171,7 @@ _OFFSETS = np.array(
 
 def _config_tail(config: Config) -> np.ndarray:
     """The observation entries fixed by the config (players, threshold, colours)."""
-    tail = np.zeros(OBS_SIZE, dtype=np.float32)
+    tail = np.zeros(observation_size(config), dtype=np.float32)  # the Goat's field: 0 so far
     players = tail[LAYOUT["players"][0]]
     players[config.players - MIN_PLAYERS] = 1.0
     tail[LAYOUT["threshold"][0]] = config.threshold / 100.0
@@ -269,12 +199,11 @@ class BatchedGames:
         parallel: bool = False,
     ):
         _check_batch(batch)
-        refuse_goat(config or Config(), "the batched engine")
         for name, flag in (("auto_forced", auto_forced), ("parallel", parallel)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False; got {flag!r}")
         announce_compilation()
-        self._step_games = k.step_games_parallel if parallel else k.step_games
+        self._step_games = steps.step_games_parallel if parallel else steps.step_games
         self.config = config = config or Config()
         self.batch = batch = int(batch)
         self.auto_forced = bool(auto_forced)
@@ -286,7 +215,8 @@ class BatchedGames:
         self._cfg[k.C_HAND_EPISODE] = config.episode == "hand"
         self._cfg[k.C_WIN_REWARD] = config.reward == "win"
         self._cfg[k.C_AUTO_FORCED] = self.auto_forced
-        self._tables = _tables()
+        self._cfg[k.C_GOAT] = config.goat
+        self._tables = tables()
         self._state = np.zeros((batch, k.NUM_FIELDS), dtype=np.int64)
         self._hands = np.zeros((batch, MAX_PLAYERS), dtype=np.int64)
         self._known = np.zeros((batch, MAX_PLAYERS), dtype=np.int64)
@@ -295,10 +225,10 @@ class BatchedGames:
         # the card set each observation plane shows now, so that only changes are written
         self._shown = np.zeros((batch, NUM_PLANES), dtype=np.int64)
         self._deal_slots = np.zeros(batch, dtype=np.int64)
-        self._orders = np.zeros((batch, config.colours * NUM_VALUES), dtype=np.int64)
+        self._orders = np.zeros((batch, config.colours * NUM_VALUES + config.goat), dtype=np.int64)
         self._leaders = np.zeros(batch, dtype=np.int64)
-        self.obs = np.zeros((batch, OBS_SIZE), dtype=np.float32)
-        self.mask = np.zeros((batch, NUM_ACTIONS), dtype=np.int8)
+        self.obs = np.zeros((batch, observation_size(config)), dtype=np.float32)
+        self.mask = np.zeros((batch, config.num_actions), dtype=np.int8)
         self.seat = np.zeros(batch, dtype=np.int64)
         self.rewards = np.zeros((batch, n), dtype=np.float64)
         self.done = np.zeros(batch, dtype=np.bool_)
@@ -354,7 +284,7 @@ class BatchedGames:
                 f"got shape {acts.shape} and dtype {acts.dtype}"
             )
         acts = acts.astype(np.int64, copy=False)
-        bad = k.find_illegal(acts, self._state, self._legal)
+        bad = steps.find_illegal(acts, self._state, self._legal)
         if bad >= 0:
             self._refuse(bad, acts[bad])
         waiting = self._step_games(
@@ -448,7 +378,7 @@ class BatchedGames:
             self._rngs[i] = rng = np.random.Generator(type(game.rng.bit_generator)())
             rng.bit_generator.state = state
             self.game_seeds[i] = -1
-        k.show_games(
+        steps.show_games(
             rows, self._cfg, _OFFSETS, st, self.seat, self._hands, self._known, self._totals,
             self._legal, self.mask, self.obs, self._shown, self._tables,
         )  # fmt: skip
@@ -468,16 +398,20 @@ class BatchedGames:
     def _deal(self, slots: np.ndarray) -> None:
         """Draw the next deal of each waiting game from its own generator, in the order
         ``rules.Game`` draws: the first leader when the rule draws one, then the shuffle."""
-        n, cards = self.config.players, self._orders.shape[1]
+        n, cards, goat = self.config.players, self._orders.shape[1], self.config.goat
         orders, leaders, rngs = self._orders, self._leaders, self._rngs
         draws = self._state[slots, k.DRAW].tolist()
         for j, (i, draw) in enumerate(zip(slots.tolist(), draws)):
             rng = rngs[i]
             if draw:
                 leaders[j] = rng.integers(n)
-            orders[j] = rng.permutation(cards)
+            order = orders[j]
+            order[:] = rng.permutation(cards)
+            if goat:  # G1, drawn as rules.Game._deal draws it: swapped into a dealt place
+                at, to = int(np.flatnonzero(order == cards - 1)[0]), rng.integers(n * MAX_HAND)
+                order[at], order[to] = order[to], GOAT
         count = len(draws)
-        k.deal_games(
+        steps.deal_games(
             slots, orders[:count], leaders[:count], self._cfg, _OFFSETS, self._state, self.seat,
             self._hands, self._known, self._totals, self._legal, self.mask, self.obs, self._shown,
             self._tables,
@@ -487,8 +421,8 @@ class BatchedGames:
         phase = PHASE_NAMES[self._state[game, k.PHASE]]
         raise ValueError(
             f"game {game}: illegal action {int(action)} for seat {int(self.seat[game])} in phase "
-            f"{phase}: {int(self._state[game, k.NLEGAL])} actions are legal (0-{NUM_COMBOS - 1} "
-            f"play, {PASS} pass, {TAKE}-{NUM_ACTIONS - 1} take); no game was changed"
+            f"{phase}: {int(self._state[game, k.NLEGAL])} actions are legal "
+            f"({GOAT_ACTION_RANGES if self.config.goat else ACTION_RANGES}); no game was changed"
         )
 
     @property

@@ -6,8 +6,10 @@ learner's action the game runs on (opponents' choices and every forced decision,
 environment is built on :class:`odin_env.rules.Game` directly, not on the AEC env, for speed.
 
 Spaces: the observation is the learner's ``float32[OBS_SIZE]`` vector of
-:mod:`odin_env.observation` (seat-relative, so slot 0 is always the learner), bounded by
-``Box(0, observation.high(config))``; the action space is the shared ``Discrete(3634)``.
+:mod:`odin_env.observation` (seat-relative, so slot 0 is always the learner; 11 entries more in
+a game with the Goat), bounded by ``Box(0, observation.high(config))``; the action space is the
+shared ``Discrete(3634)`` (``Discrete(6702)`` with the Goat, RULES G5). Opponents that do not
+play the Goat refuse a Goat game in one line at their first decision.
 :meth:`SingleAgentEnv.action_masks` gives the legal-action mask for sb3-contrib's
 ``MaskablePPO``; ``info["action_mask"]`` carries the same mask, so a vectorised trainer need not
 ask each subprocess for it separately.
@@ -63,7 +65,7 @@ from gymnasium import spaces
 
 from odin_env.observation import box, observe
 from odin_env.render import NO_RENDER_MODE, describe
-from odin_env.rules import NUM_ACTIONS, Config, Game, refuse_goat
+from odin_env.rules import Config, Game
 from odin_env.spec import check_action, check_options, check_seed, game_config
 
 ILLEGAL_MODES = ("terminate", "raise")
@@ -125,8 +127,6 @@ class SingleAgentEnv(gym.Env):
     ):
         super().__init__()
         self.config = config = game_config(config, settings)
-        # The opponents are the lab's agents, which do not play the Goat yet (the AEC env does).
-        refuse_goat(config, "the single-agent env")
         players = config.players
         self.opponents = opponents
         if not _is_draw(opponents) and opponents is not None and not _is_policy(opponents):
@@ -146,7 +146,7 @@ class SingleAgentEnv(gym.Env):
         self.illegal = illegal
         self.render_mode = render_mode
         self.observation_space = box(config)
-        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self.action_space = spaces.Discrete(config.num_actions)
         self.game: Game | None = None
         self.seat = 0
         self.kind = RANDOM
@@ -223,7 +223,7 @@ class SingleAgentEnv(gym.Env):
         game = self.game
         if game is None or self._ended:
             raise RuntimeError("step() called before reset() or after the episode ended")
-        action = check_action(action)  # an integer in the action space, in every mode
+        action = check_action(action, self.config.goat)  # in the action space, in every mode
         if action not in game.legal:
             if self.illegal == "raise":
                 game.apply(action)  # raises the engine's ValueError naming the problem
@@ -246,7 +246,7 @@ class SingleAgentEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """The learner's legal actions as a bool mask (all false once the episode is over)."""
         if self.game is None or self._ended:
-            return np.zeros(NUM_ACTIONS, dtype=bool)
+            return np.zeros(self.config.num_actions, dtype=bool)
         return self.game.legal_mask().view(np.bool_)
 
     def render(self) -> str | None:

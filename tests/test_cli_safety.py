@@ -133,5 +133,5 @@ def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
     assert done.stderr.count("compiling the batched engine") == 1, done.stderr
     # The line comes before the progress bar, not inside it.
     assert done.stderr.startswith("odin_env: compiling the batched engine"), done.stderr[:200]
-    for kernels in ("_batched_kernels", "batched_planner"):
+    for kernels in ("_batched_steps", "batched_planner"):
         assert any(cache.rglob(f"{kernels}.*.nbi")), f"{kernels} not in the cache"

@@ -200,15 +200,25 @@ def test_g2_a_built_position_refuses_a_goat_in_a_same_number_combo_and_a_game_wi
         Game.from_position(Config(players=3), [ids("Goat R1"), ids("B2"), ids("P7")], 0)
 
 
-def test_the_layers_that_do_not_play_the_goat_refuse_it_in_one_line():
-    from odin_env.batched import BatchedGames
+def test_the_single_agent_env_plays_goat_games_and_a_network_opponent_refuses_one():
+    from gymnasium.utils.env_checker import check_env
+
+    from agents import make
     from odin_env.single_agent import SingleAgentEnv
 
-    refused = "goat: the {} does not support the Goat yet"
-    with pytest.raises(ValueError, match=refused.format("batched engine")):
-        BatchedGames(GOAT_CONFIG)
-    with pytest.raises(ValueError, match=refused.format("single-agent env")):
-        SingleAgentEnv(GOAT_CONFIG)
+    env = SingleAgentEnv(GOAT_CONFIG, opponents=make("planner"))
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=3)
+    assert env.action_space.n == 6702 and obs.shape == (observation_size(GOAT_CONFIG),)
+    done, goat_moves = False, 0
+    while not done:
+        legal = np.flatnonzero(info["action_mask"])
+        goat = legal[legal >= GOAT_PLAY]
+        goat_moves += bool(goat.size)
+        obs, _, done, _, info = env.step(int(goat[0] if goat.size else legal[0]))
+    assert goat_moves and info["hands"] >= 1
+    with pytest.raises(ValueError, match=r"^goat: a DMC model trained without the Goat"):
+        SingleAgentEnv(GOAT_CONFIG, opponents=make("dmc")).reset(seed=1)
 
 
 def _goat_truth(game: Game, seat: int) -> list[float]:

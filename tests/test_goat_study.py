@@ -90,8 +90,6 @@ def test_a_goat_tournament_writes_records_that_replay_and_resume(tmp_path):
     ("args", "says"),
     [
         (["tournament", "--agents", "dmc", "greedy", "--goat"], "agent 'dmc': goat: "),
-        (["tournament", "--agents", "greedy", "greedy", "--goat", "--engine", "batched"],
-         "--engine batched does not play the Goat yet"),
         (["goat", "--agent", "linear"], "agent 'linear': goat: "),
         (["goat", "--players", "1"], "players must be 2-6"),
         (["goat", "--goat"], "unrecognized arguments: --goat"),

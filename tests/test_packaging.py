@@ -62,8 +62,8 @@ print("gym steps:", steps)
 # The batched engine imports with numba and its kernels are numba's (compiling them in this new
 # location costs 20 s of CPU; the rest of the suite runs them).
 from numba.core.registry import CPUDispatcher
-from odin_env import _batched_kernels
-print("batched kernels:", isinstance(_batched_kernels.step_games, CPUDispatcher))
+from odin_env import _batched_steps
+print("batched kernels:", isinstance(_batched_steps.step_games, CPUDispatcher))
 
 ppo = make("ppo")
 obs, info = single.reset(seed=3)

@@ -282,11 +282,6 @@ def validate(args: argparse.Namespace) -> Config | None:
         for spec in dict.fromkeys(args.agents):
             check_agent(spec, config)
         if getattr(args, "engine", "auto") == "batched":
-            if config.goat:
-                raise ValueError(
-                    "--engine batched does not play the Goat yet (--goat): use --engine single "
-                    "or auto"
-                )
             from agents.registry import batch_form_names, has_batch_form
 
             single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]

@@ -345,9 +345,9 @@ def _check_engine(engine: str, batch: int) -> None:
         raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
 
 
-def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool], goat: bool) -> bool:
-    """Whether ``engine`` means the batched engine (``auto``: never for a ``goat`` game, which it
-    refuses); ``ValueError`` when it is ``batched`` and an agent of ``names`` has none."""
+def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -> bool:
+    """Whether ``engine`` means the batched engine for agents ``names``; ``ValueError`` when
+    it is ``batched`` and some agent has no batched form."""
     if engine == "batched" and not all(batchable):
         single = sorted({name for name, ok in zip(names, batchable) if not ok})
         raise ValueError(
@@ -355,7 +355,7 @@ def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool], g
             f"(act_batch: {', '.join(batch_form_names())}); "
             f"none for {', '.join(single)}: use engine 'single' or 'auto'"
         )
-    return engine == "batched" or (engine == "auto" and all(batchable) and not goat)
+    return engine == "batched" or (engine == "auto" and all(batchable))
 
 
 def play_deals(
@@ -382,7 +382,7 @@ def play_deals(
     if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
         raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
     names = [getattr(agent, "name", repr(agent)) for agent in agents]
-    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents], config.goat)
+    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents])
     rotations = config.players if rotate else 1
     job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
@@ -431,7 +431,7 @@ def play_tournament(
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1; got {chunk}")
     # Build every agent here (fail with a clear message rather than inside a worker).
-    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs], config.goat)
+    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
     spread = workers
     if ray is not None:
         from odin_lab.evaluation import distributed
