@@ -17,11 +17,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from agents.base import refuse_goat
-from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
+from odin_env.cards import GOAT, GOAT_BIT, NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import is_combo
 from odin_env.observation import card_sets, views
-from odin_env.rules import PASS, TAKE
+from odin_env.spec import GOAT_PLAY, GOAT_TAKE, NUM_ACTIONS, PASS, TAKE
 
 COLOUR_LINE = tuple(VALUE_BITS << (c // NUM_VALUES * NUM_VALUES) for c in range(NUM_CARDS))
 """``COLOUR_LINE[card]``: the card-set int of every card of that card's colour."""
@@ -126,10 +125,12 @@ class Seen:
     phase: int
     players: int
     plays: np.ndarray
-    """Legal play actions (combo indices), ascending."""
+    """Legal play actions (combo indices; with the Goat, its plays too), ascending."""
     takes: list[int]
-    """Cards that may be taken."""
+    """Cards that may be taken (the Goat as its id, 54)."""
     can_pass: bool
+    goat: bool = False
+    """A game with the Goat (RULES G1-G5): the card sets hold its bit 54 where it is seen."""
 
     @property
     def unseen(self) -> int:
@@ -137,21 +138,28 @@ class Seen:
         placed = self.hand | self.table | self.take | self.discard
         for k in self.known[1:]:
             placed |= k
-        return ~placed & ((1 << NUM_CARDS) - 1)
+        return ~placed & ((1 << NUM_CARDS) - 1 | (GOAT_BIT if self.goat else 0))
 
 
 def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
-    """Decode the observation and legal mask into a :class:`Seen`."""
-    refuse_goat(action_mask, "the search (and the analyses that read hands with agents.hand.see)")
+    """Decode the observation and legal mask into a :class:`Seen` (a Goat game's too: its
+    ``goat`` field puts the Goat's bit in the card sets where the seat sees it)."""
     v = views(observation)
     legal = np.asarray(action_mask).view(np.bool_).nonzero()[0]
-    plays = legal[legal < PASS]
-    takes = [int(a) - TAKE for a in legal[legal >= TAKE]]
+    plays = legal[(legal < PASS) | ((legal >= GOAT_PLAY) & (legal < GOAT_TAKE))]
+    takes = [int(a) - TAKE for a in legal[(legal >= TAKE) & (legal < NUM_ACTIONS)]]
+    if legal.size and legal[-1] == GOAT_TAKE:
+        takes.append(GOAT)
     players = int(np.argmax(v["players"])) + 2
     owner_row = v["table_owner"]
     owner = int(np.argmax(owner_row)) if owner_row.any() else -1
     sizes = np.rint(v["hand_size"] * 9.0).astype(int).tolist()[:players]
-    hand, table, take, discard, *known = card_sets(observation)
+    sets = card_sets(observation)
+    goat = "goat" in v
+    if goat:  # hand, table, take, discard, then each slot's known cards (GOAT_PLACES)
+        for place in np.flatnonzero(v["goat"][: len(sets)] > 0.5):
+            sets[place] |= GOAT_BIT
+    hand, table, take, discard, *known = sets
     return Seen(
         hand=hand,
         table=table,
@@ -166,6 +174,7 @@ def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
         plays=plays,
         takes=takes,
         can_pass=bool(action_mask[PASS]),
+        goat=goat,
     )
 
 

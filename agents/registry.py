@@ -61,7 +61,7 @@ def agent_names() -> list[str]:
     return ["random", *HEURISTICS, "ppo", DMC, "search"]
 
 
-GOAT_AGENTS = ("random", *HEURISTICS)
+GOAT_AGENTS = ("random", *HEURISTICS, "search")
 """The lab's agents that play a game with the Goat (RULES G1-G5); the others refuse one."""
 
 

@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import legal_actions
+from agents.base import legal_actions, refuse_goat
 from agents.hand import see
 from agents.heuristics import HEURISTICS
 from agents.table_model import TableModel
 from odin_env.batched import BatchedGames
-from odin_env.cards import cards_of, deck_bits
+from odin_env.cards import GOAT, cards_of, deck_bits
 from odin_env.observation import views
 from odin_env.rules import NUM_ACTIONS, Config, Game
 
@@ -195,6 +195,7 @@ class SearchAgent:
         if candidates.size == 0:
             raise ValueError("no legal action in the mask: this agent is not the one to act")
         if self.table is not None:
+            refuse_goat(action_mask, "search with the table model (search:N:model)")
             self.table.observe(observation)  # forced decisions too: they reveal passes
         if candidates.size == 1:
             action = int(candidates[0])
@@ -315,13 +316,14 @@ def _position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
     n = seen.players
     threshold = int(round(float(v["threshold"][0]) * 100))
     colours = int(round(float(v["colours"].sum())))
-    config = Config(players=n, threshold=threshold, colours=colours)
+    config = Config(players=n, threshold=threshold, colours=colours, goat=seen.goat)
     totals = [int(round(p * threshold)) for p in seen.penalties]
     table = seen.table
     placed = seen.hand | seen.discard | table | seen.take
     for known in seen.known:
         placed |= known
-    unseen = cards_of(deck_bits(colours) & ~placed)
+    # G1: a Goat the observer cannot place is in a hand (it is never set aside), listed first.
+    unseen = cards_of(deck_bits(colours, seen.goat) & ~placed)[:: -1 if seen.goat else 1]
     needs = [0] + [seen.sizes[s] - seen.known[s].bit_count() for s in range(1, n)]
     hands = [cards_of(seen.hand)]
     rest = list(unseen)
@@ -347,15 +349,26 @@ def _sample_hands(
     game: Game, unseen: np.ndarray, needs: list[int], worlds: int, rng: np.random.Generator
 ) -> np.ndarray:
     """``(worlds, players)`` card-set ints: seat 0's hand as it is; every other seat its known
-    cards plus ``needs[s]`` unseen cards, the unseen cards shuffled uniformly per world."""
+    cards plus ``needs[s]`` unseen cards, the unseen cards shuffled uniformly per world. An
+    unseen Goat (listed first) is always dealt (G1): it takes a hidden place drawn uniformly,
+    the other places uniformly drawn coloured cards."""
     n = len(needs)
     hands = np.zeros((worlds, n), dtype=np.int64)
     hands[:, 0] = game.hands[0]
     if unseen.size == 0 or sum(needs) == 0:
         hands[:, 1:] = np.array(game.known[1:], dtype=np.int64)
         return hands
-    order = np.argsort(rng.random((worlds, unseen.size)), axis=1)
-    bits = np.left_shift(np.int64(1), unseen[order])
+    goat = game.config.goat and unseen[0] == GOAT
+    cards = unseen[1:] if goat else unseen
+    order = np.argsort(rng.random((worlds, cards.size)), axis=1)
+    bits = np.left_shift(np.int64(1), cards[order])
+    if goat:  # the Goat goes into a uniform hidden place, the coloured cards after it move on
+        slot = rng.integers(sum(needs), size=(worlds, 1))
+        place = np.arange(unseen.size)[None, :]
+        shifted = np.concatenate([bits, np.zeros((worlds, 1), dtype=np.int64)], axis=1)
+        before = np.take_along_axis(shifted, np.minimum(place, cards.size), axis=1)
+        after = np.take_along_axis(shifted, np.maximum(place - 1, 0), axis=1)
+        bits = np.where(place < slot, before, np.where(place == slot, np.int64(1) << GOAT, after))
     start = 0
     for s in range(1, n):
         stop = start + needs[s]

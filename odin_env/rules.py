@@ -65,6 +65,7 @@ from odin_env.spec import (  # re-exported: odin_env.rules is where users look f
     Config,
     check_action,
     refuse_goat,
+    taken_card,
 )
 
 _BEAT_LO = [*BEAT_LO.tolist(), *[0] * (GOAT_PLAY - PASS), *GOAT_BEAT_LO.tolist()]
@@ -296,7 +297,7 @@ class Game:
         seat = self.current
         n = self.config.players
         if self.phase == TAKING:  # R10: take one card, discard the rest face up
-            card_bit = GOAT_BIT if action == GOAT_TAKE else 1 << (action - TAKE)
+            card_bit = 1 << taken_card(action)
             self.hands[seat] |= card_bit
             self.known[seat] |= card_bit
             self.discard |= self.take_from & ~card_bit

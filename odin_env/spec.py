@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from odin_env.cards import NUM_CARDS, NUM_COLOURS
+from odin_env.cards import GOAT, NUM_CARDS, NUM_COLOURS
 from odin_env.combos import (
     COMBO_BITS,
     COMBO_NUMBER,
@@ -150,6 +150,16 @@ class ActionTypeError(TypeError, ValueError):
     catching ``ValueError`` for every refused action keeps working."""
 
 
+def is_take(action: int) -> bool:
+    """Whether ``action`` takes a card (R10; G5: the Goat's take comes after its plays)."""
+    return TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE
+
+
+def taken_card(action: int) -> int:
+    """The card id a take action takes (the Goat's: 54)."""
+    return GOAT if action == GOAT_TAKE else action - TAKE
+
+
 def check_action(action: object, goat: bool = False) -> int:
     """The one rule for what an action may be, at every layer (engine, AEC env, wrappers).
 
@@ -234,5 +244,5 @@ __all__ = [
     "NUM_ACTIONS", "NUM_GOAT_ACTIONS", "OVER", "PLAY_BITS", "PLAY_NUMBER", "PLAY_SIZE", "PASS",
     "PHASE_NAMES", "REWARDS",
     "TAKE", "TAKING", "TWO_PLAYER_COLOURS", "ActionTypeError", "Config", "check_action",
-    "check_options", "check_seed", "game_config", "refuse_goat",
+    "check_options", "check_seed", "game_config", "is_take", "refuse_goat", "taken_card",
 ]  # fmt: skip

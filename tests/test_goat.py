@@ -303,7 +303,7 @@ def test_a_game_without_the_goat_never_meets_it():
 
 @pytest.mark.parametrize(
     "spec",
-    ["linear", "ppo", "ppo:agents/models/net_4p.safetensors", "dmc", "search:4"],
+    ["linear", "ppo", "ppo:agents/models/net_4p.safetensors", "dmc"],
 )
 def test_the_lab_agents_refuse_a_goat_game_in_one_line_and_random_plays_it(spec):
     from agents import make

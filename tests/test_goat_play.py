@@ -73,7 +73,7 @@ def test_a_person_plays_a_goat_game_in_a_terminal_and_the_record_replays(tmp_pat
     two = " ".join(card_name(c) for c in list(colours.values())[:2])
     for typed, says in (
         (f"Goat {two}", "the Goat joins cards of one colour only"),
-        ("hint", "refused: goat:"),
+        ("hint", "hint: the search's view of your moves"),
     ):
         child.sendline(typed)
         child.expect_exact(says)

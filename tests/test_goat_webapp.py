@@ -78,7 +78,7 @@ def test_a_goat_game_is_played_to_its_end_saved_and_replayed_without_a_leak(app,
         ({"players": 2, "opponents": ["ppo"], "goat": True}, 400,
          "agent 'ppo': goat: "),
         ({"players": 3, "opponents": ["greedy", "dmc"], "goat": True}, 400,
-         "the lab's agents that do: random, greedy, shaper, planner"),
+         "the lab's agents that do: random, greedy, shaper, planner, search"),
     ],
 )  # fmt: skip
 def test_a_goat_game_the_opponents_cannot_play_is_refused(app, client, body, status, says):
@@ -87,16 +87,23 @@ def test_a_goat_game_the_opponents_cannot_play_is_refused(app, client, body, sta
     assert says in response.json()["error"] and not app.state.store._games
 
 
-def test_moves_and_hints_a_goat_game_cannot_take_are_refused_in_one_line(app, client):
+def test_moves_a_goat_game_cannot_take_are_refused_and_a_hint_scores_every_move(app, client):
     plain = client.post("/api/games", json={"players": 2, "opponents": ["greedy"]}).json()
-    goat = client.post("/api/games", json={"players": 2, "opponents": ["greedy"], "goat": True})
-    goat = goat.json()
+    seed = next(
+        s for s in range(100) if Game(Config(players=2, goat=True), seed=s).hands[0] & GOAT_BIT
+    )
+    body = {"players": 2, "opponents": ["greedy"], "goat": True, "seed": seed}
+    goat = client.post("/api/games", json=body).json()
+    assert any("Goat" in a["cards"] for a in goat["view"]["legal"])  # the hint scores its moves
     for data, action, says in ((plain, 3634, "out of range"), (goat, 6702, "out of range")):
         move = client.post(f"/api/games/{data['game_id']}/move",
                            json={"action": action, "turn": data["view"]["turn"]})  # fmt: skip
         assert move.status_code == 400 and says in move.json()["error"]
-    hint = client.post(f"/api/games/{goat['game_id']}/hint", json={})
-    assert hint.status_code == 409 and hint.json()["error"].startswith("goat: ")
+    hint = client.post(f"/api/games/{goat['game_id']}/hint", json={"ms": 300})
+    assert hint.status_code == 200, hint.text  # the search plays the Goat: it hints too
+    scored = {c["action"]: c["label"] for c in hint.json()["candidates"]}
+    assert set(scored) == {a["action"] for a in goat["view"]["legal"]}
+    assert all("Goat" in scored[a["action"]] for a in goat["view"]["legal"] if "Goat" in a["cards"])
     offered = client.get("/api/agents").json()
     assert offered["goat"] == [name for name in agent_names() if name in GOAT_AGENTS]
 

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 from tqdm import tqdm
 
-from agents.base import Agent
+from agents.base import Agent, refuse_goat
 from agents.hand import cover, joins, see
 from agents.registry import make
 from odin_env.cards import card_name, cards_of, names, value_of
@@ -193,7 +193,9 @@ class Decision:
 
 
 def decision_of(observation: np.ndarray, action_mask: np.ndarray, action: int) -> Decision:
-    """Describe the decision ``action`` taken at ``observation`` with ``action_mask``."""
+    """Describe the decision ``action`` taken at ``observation`` with ``action_mask`` (a game
+    without the Goat: its measures count combos as RULES R4 makes them)."""
+    refuse_goat(action_mask, "the behaviour analysis")
     seen = see(observation, action_mask)
     phase = PHASE_NAMES[seen.phase]
     hand_values = [value_of(c) for c in cards_of(seen.hand)]

@@ -31,9 +31,9 @@ import numpy as np
 
 from agents.search import Scores, score_candidates
 from odin_env.cards import card_name, cards_of
-from odin_env.combos import COMBO_BITS
 from odin_env.observation import observe, views
-from odin_env.rules import PASS, TAKE, Config, Game
+from odin_env.rules import PASS, Config, Game
+from odin_env.spec import PLAY_BITS, is_take, taken_card
 
 DEFAULT_MS = 1000
 """A hint's time budget unless one is asked for, in milliseconds."""
@@ -49,10 +49,10 @@ def move_label(action: int) -> tuple[str, str, list[str]]:
     (card id order, as the web log and ``render()`` write them)."""
     if action == PASS:
         return "pass", "pass", []
-    if action >= TAKE:
-        name = card_name(action - TAKE)
+    if is_take(action):
+        name = card_name(taken_card(action))
         return "take", f"take {name}", [name]
-    cards = [card_name(c) for c in cards_of(COMBO_BITS[action])]
+    cards = [card_name(c) for c in cards_of(PLAY_BITS[action])]
     return "play", " ".join(cards), cards
 
 

@@ -21,7 +21,15 @@ from odin_env.cards import (
 )
 from odin_env.combos import combo_index_of_bits, goat_combo_index_of_bits, is_combo
 from odin_env.rules import LEAD, PASS, TAKE, TAKING, Game
-from odin_env.spec import GOAT_PLAY, GOAT_TAKE, NUM_ACTIONS, PLAY_BITS, PLAY_NUMBER, PLAY_SIZE
+from odin_env.spec import (
+    GOAT_PLAY,
+    GOAT_TAKE,
+    PLAY_BITS,
+    PLAY_NUMBER,
+    PLAY_SIZE,
+    is_take,
+    taken_card,
+)
 
 HOW = (
     "type a menu number, cards like R3 Y3 (colour letter, then value), pass, take Y5, hint, help "
@@ -53,18 +61,9 @@ def move_name(action: int) -> str:
     """What to type for ``action``: ``pass``, ``take Y5``, ``B5 B7``."""
     if action == PASS:
         return "pass"
-    if _is_take(action):
-        return f"take {cards_text(1 << _taken(action))}"
+    if is_take(action):
+        return f"take {cards_text(1 << taken_card(action))}"
     return cards_text(PLAY_BITS[action])
-
-
-def _is_take(action: int) -> bool:
-    return TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE
-
-
-def _taken(action: int) -> int:
-    """The card a take action takes (G5: the Goat's take is its own action)."""
-    return GOAT if action == GOAT_TAKE else action - TAKE
 
 
 def _take_of(card: int) -> int:
@@ -136,12 +135,12 @@ def _check(action: int, game: Game) -> int:
         return action
     if game.phase == TAKING:
         offer = cards_text(game.take_from)
-        if _is_take(action):
+        if is_take(action):
             raise MoveError(f"you can take only one of {offer}")
         raise MoveError(f"first take one card of {offer}, the combo you beat (take CARD)")
     if action == PASS:
         raise MoveError("you lead this trick, and a leader cannot pass: play one card")
-    if _is_take(action):
+    if is_take(action):
         raise MoveError("there is nothing to take: a card is taken right after beating a combo")
     if game.phase == LEAD:
         raise MoveError(

@@ -22,7 +22,7 @@ from typing import TextIO
 
 from odin_env.cards import GOAT, NUM_VALUES, card_name, cards_of
 from odin_env.rules import LEAD, Config, Game
-from odin_env.spec import GOAT_TAKE, NUM_ACTIONS, PASS, PLAY_BITS, PLAY_NUMBER, TAKE
+from odin_env.spec import PASS, PLAY_BITS, PLAY_NUMBER, is_take, taken_card
 from odin_lab.evaluation.names import short_names
 from odin_lab.evaluation.records import RecordsFile, Step, check_game_index, iter_steps
 
@@ -146,8 +146,8 @@ class Narrator:
             line = f"  {who}  passes"
             if forced and (self.seat is None or self.seat == seat):
                 line += " (nothing beats it)"
-        elif TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE:
-            card = GOAT if action == GOAT_TAKE else action - TAKE
+        elif is_take(action):
+            card = taken_card(action)
             rest = before.take_from & ~(1 << card)
             line = f"  {' ' * self.width}  takes {s.card(card)}"
             line += f", discards {s.hand(rest)}" if rest else ""

@@ -42,7 +42,7 @@ from typing import Any
 from agents.files import write_atomic
 from odin_env.cards import GOAT_BIT, GOAT_PENALTY, MAX_HAND, names
 from odin_env.rules import PHASE_NAMES, Config, Game
-from odin_env.spec import GOAT_TAKE, NUM_ACTIONS, PASS, PLAY_BITS, TAKE
+from odin_env.spec import PASS, PLAY_BITS, is_take, taken_card
 from odin_lab.evaluation.limits import (
     MAX_ACTIONS,
     MAX_DECISIONS,
@@ -342,8 +342,8 @@ def describe_action(game: Game, action: int) -> str:
     ``take Y5``."""
     if action == PASS:
         return "pass"
-    if TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE:
-        return f"take {names(GOAT_BIT if action == GOAT_TAKE else 1 << (action - TAKE))}"
+    if is_take(action):
+        return f"take {names(1 << taken_card(action))}"
     if 0 <= action < len(PLAY_BITS) and PLAY_BITS[action]:
         return f"play {names(PLAY_BITS[action])}"
     return f"no action ({action})"

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from odin_env.cards import GOAT, card_name, cards_of
-from odin_env.rules import FOLLOW, LEAD, OVER, PASS, PHASE_NAMES, TAKE, Game
-from odin_env.spec import GOAT_TAKE, NUM_ACTIONS, PLAY_BITS, PLAY_NUMBER
+from odin_env.cards import card_name, cards_of
+from odin_env.rules import FOLLOW, LEAD, OVER, PASS, PHASE_NAMES, Game
+from odin_env.spec import PLAY_BITS, PLAY_NUMBER, is_take, taken_card
 
 
 def card_names(bits: int) -> list[str]:
@@ -28,9 +28,8 @@ def action_json(action: int) -> dict:
     """One action as the page reads it: ``kind`` (play, pass, take) and the cards it moves."""
     if action == PASS:
         return {"action": action, "kind": "pass", "cards": []}
-    if TAKE <= action < NUM_ACTIONS or action == GOAT_TAKE:
-        card = GOAT if action == GOAT_TAKE else action - TAKE
-        return {"action": action, "kind": "take", "cards": [card_name(card)]}
+    if is_take(action):
+        return {"action": action, "kind": "take", "cards": [card_name(taken_card(action))]}
     return {"action": action, "kind": "play", "cards": card_names(PLAY_BITS[action])}
 
 
