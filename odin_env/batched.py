@@ -109,8 +109,9 @@ def announce_compilation() -> bool:
     if _announced:
         return False
     _announced = True
-    cache = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(k.__file__).parent / "__pycache__")
-    if any(cache.rglob(f"{Path(k.__file__).stem}.*.nbi")):
+    # The step kernels' index: the rules of _batched_kernels are all inlined into them.
+    cache = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(steps.__file__).parent / "__pycache__")
+    if any(cache.rglob(f"{Path(steps.__file__).stem}.*.nbi")):
         return False
     print(
         "odin_env: compiling the batched engine (numba, first use only: 20-60 s, then cached)",

@@ -86,13 +86,6 @@ def _default(f: Any) -> Any:
     return None
 
 
-NOT_YET_FLAGS = frozenset({"goat"})
-"""Settings (of ``odin_env.rules.Config``) that a command gets no flag for unless it says it
-plays them (``allow``): the Goat (RULES G1-G5) is not played by the batched engine, the
-training wing, the records files or the play sessions yet; the tournaments and studies of
-``evaluate.py`` play it on the single engine."""
-
-
 def flag(name: str) -> str:
     """The flag of field ``name``: ``--name-with-dashes``."""
     return "--" + name.replace("_", "-")
@@ -104,19 +97,17 @@ def add_fields(
     skip: Iterable[str] = (),
     defaults: dict[str, Any] | None = None,
     consts: dict[str, Any] | None = None,
-    allow: Iterable[str] = (),
 ) -> list[str]:
     """Add a flag for every field of dataclass ``cls`` not in ``skip``; return the field names.
 
     ``defaults``: defaults to show instead of the dataclass's (a CLI whose default differs).
     ``consts``: fields whose flag may also be given without a value, meaning this one (``--ray``
-    alone: a local Ray). A ``bool`` field is a pair of flags, ``--name`` and ``--no-name``.
-    ``allow``: fields of :data:`NOT_YET_FLAGS` this command plays."""
+    alone: a local Ray). A ``bool`` field is a pair of flags, ``--name`` and ``--no-name``."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     skip, defaults, consts, names = set(skip), defaults or {}, consts or {}, []
     for f in fields(cls):
-        if f.name in skip or (f.name in NOT_YET_FLAGS and f.name not in allow):
+        if f.name in skip:
             continue
         kind, many = _scalar(hints[f.name])
         default = defaults.get(f.name, _default(f))

@@ -63,7 +63,7 @@ def _game_flags(
     else:
         p.add_argument("--players", type=int, help=players_help)
     skip = {"players", "seed"} | ({"first_player"} if players_many else set())
-    cli.add_fields(p, Config, skip=skip, allow={"goat"} if goat else ())
+    cli.add_fields(p, Config, skip=skip | (set() if goat else {"goat"}))
     p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
     _parallel_flags(p, workers=1)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -50,8 +50,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
     cli.add_fields(
-        p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"},
-        allow={"goat"},
+        p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"}
     )  # fmt: skip
     return p
 

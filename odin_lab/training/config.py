@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.registry import check_spec
-from odin_env.rules import Config
+from odin_env.rules import Config, refuse_goat
 from odin_lab.evaluation.distributed import require_ray
 from odin_lab.training.pool import LEARNER, check_kinds
 
@@ -129,6 +129,7 @@ class TrainConfig:
         """Raise ``ValueError`` naming the first bad field (the run's, then the algorithm's)."""
         if not isinstance(self.game, Config):
             raise ValueError(f"game must be an odin_env.rules.Config; got {self.game!r}")
+        refuse_goat(self.game, "the training wing")  # its networks' inputs are today's game's
         for name, (low, high) in RUN_LIMITS.items():
             check_count(name, getattr(self, name), low, high)
         if self.seat is not None:
