@@ -150,7 +150,7 @@ def _whole_hand(hand, tables):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _add_goat_combos(hand, size, above, legal, i, n, tables):
     """Append to ``legal[i, n:]`` the plays of ``size`` cards with the Goat inside ``hand``
     (which holds it) whose number is above ``above`` (``rules.goat_combos``, G2). Returns the
@@ -172,7 +172,7 @@ def _add_goat_combos(hand, size, above, legal, i, n, tables):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lead_goat(hand, legal, i, n, tables):
     """``rules.lead_plays``' end for a hand with the Goat: the Goat alone, and the whole hand
     when the other cards share one colour."""

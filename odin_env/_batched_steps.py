@@ -77,10 +77,8 @@ def _write_bits(obs, obs64, i, plane, start, cards, shown, unpack):
     if diff == 0:
         return
     shown[i, plane] = cards
-    if obs64.shape[1] == 1:  # a Goat game's odd rows (_pairs): card by card
-        for c in range(NUM_CARDS):
-            if (diff >> c) & 1:
-                obs[i, start + c] = float((cards >> c) & 1)
+    if obs64.shape[1] == 1:  # a Goat game's odd rows (_pairs)
+        _write_plain(obs, i, start, cards, diff)
         return
     first = start // 2
     for byte in range(NUM_CARDS // 8 + 1):
@@ -88,6 +86,35 @@ def _write_bits(obs, obs64, i, plane, start, cards, shown, unpack):
             x = (cards >> (8 * byte)) & 255
             for j in range(min(4, (NUM_CARDS - 8 * byte) // 2)):
                 obs64[i, first + 4 * byte + j] = unpack[x, j]
+
+
+@njit(cache=True)
+def _show_goat(i, n, seat, table, st, hands, known, obs, bits):
+    """The ``goat`` field of game ``i``'s observation (``observation._goat_place``: where the
+    seat sees the Goat, which the planes cannot show). A call of its own, not inlined: the
+    games without the Goat keep a small step loop."""
+    seen = 0
+    for k in range(4 + n):
+        if k == 0:
+            cards = hands[i, seat]
+        elif k == 1:
+            cards = bits[table] if table >= 0 else 0
+        else:
+            cards = st[i, TAKE_FROM] if k == 2 else st[i, DISCARD]
+            if k >= 4:
+                cards = known[i, (seat + k - 4) % n]
+        here = (cards >> GOAT) & 1
+        obs[i, OBS_SIZE + k] = float(here)
+        seen |= here
+    obs[i, OBS_SIZE + GOAT_FIELD_SIZE - 1] = 0.0 if seen else 1.0
+
+
+@njit(cache=True)
+def _write_plain(obs, i, start, cards, diff):
+    """A plane of a Goat game's odd rows, card by card (see :func:`_pairs`)."""
+    for c in range(NUM_CARDS):
+        if (diff >> c) & 1:
+            obs[i, start + c] = float((cards >> c) & 1)
 
 
 @njit(cache=True, inline="always")
@@ -120,21 +147,8 @@ def _show(i, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, s
     for k in range(3):
         obs[i, off[O_PHASE] + k] = 1.0 if k == phase else 0.0
     obs[i, off[O_PASSES]] = st[i, PASSES] / (n - 1)
-    if cfg[C_GOAT]:  # observation._goat_place: where the seat sees the Goat (the planes cannot)
-        seen = 0
-        for k in range(4 + n):
-            if k == 0:
-                cards = hands[i, seat]
-            elif k == 1:
-                cards = bits[table] if table >= 0 else 0
-            else:
-                cards = st[i, TAKE_FROM] if k == 2 else st[i, DISCARD]
-                if k >= 4:
-                    cards = known[i, (seat + k - 4) % n]
-            here = (cards >> GOAT) & 1
-            obs[i, OBS_SIZE + k] = float(here)
-            seen |= here
-        obs[i, OBS_SIZE + GOAT_FIELD_SIZE - 1] = 0.0 if seen else 1.0
+    if cfg[C_GOAT]:
+        _show_goat(i, n, seat, table, st, hands, known, obs, tables[0])
 
 
 @njit(cache=True)
