@@ -28,7 +28,7 @@ from odin_lab.evaluation import figures, stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, goat_hands
 from odin_lab.evaluation.results import Interrupted, results_folder
-from odin_lab.evaluation.studies import _interval, write_csv, write_json
+from odin_lab.evaluation.studies import _interval, write_study
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 
 GOAT_FILES = ("goat.json", "goat.csv", "goat.png", "goat.pdf", "provenance.json")
@@ -132,10 +132,7 @@ def _summary(
 
 
 def _write_files(stage: Path, summary: dict) -> None:
-    write_json(stage / "goat.json", summary)
-    write_csv(stage / "goat.csv", summary["cells"])
-    if not summary.get("partial"):
-        figures.save_figure(figures.goat_figure(summary), stage / "goat.png")
+    write_study(stage, "goat", summary, summary["cells"], figures.goat_figure)
 
 
 def goat_table(summary: dict) -> str:

@@ -433,10 +433,16 @@ def _thresholds_summary(
 
 
 def _write_thresholds_files(stage: Path, summary: dict) -> None:
-    write_json(stage / "thresholds.json", summary)
-    write_csv(stage / "thresholds.csv", summary["rows"])
+    write_study(stage, "thresholds", summary, summary["rows"], figures.thresholds_figure)
+
+
+def write_study(stage: Path, name: str, summary: dict, rows: Sequence[dict], figure) -> None:
+    """A study's ``NAME.json`` (the summary), ``NAME.csv`` (``rows``) and, unless the summary
+    is partial, ``NAME.png`` and ``.pdf`` (``figure(summary)``) under ``stage``."""
+    write_json(stage / f"{name}.json", summary)
+    write_csv(stage / f"{name}.csv", rows)
     if not summary.get("partial"):
-        figures.save_figure(figures.thresholds_figure(summary), stage / "thresholds.png")
+        figures.save_figure(figure(summary), stage / f"{name}.png")
 
 
 def thresholds_table(summary: dict) -> str:
