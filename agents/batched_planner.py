@@ -3,7 +3,8 @@ implementation: a batch at once, or one decision as a batch of one row, at a few
 a row (fast enough to be the playout policy of a search and a cheap training opponent).
 
 It reads a row as :mod:`agents.batched_shaper` does (the Goat included) and scores: the hand's
-value (``2 * cover + weight``, the Goat weighing 5), the finishing combo (the largest of a
+value (``2 * cover + cards``, the Goat weighing :data:`GOAT_KEPT` cards, or
+:data:`GOAT_THREATENED` once an opponent is near out), the finishing combo (the largest of a
 smallest split of the hand without the Goat), the threats of opponents down to one or two cards
 and the exposure of each play to them. In a game without the Goat it chooses exactly as the
 Python oracle in ``tests/oracle_heuristics.py``, in the same order of floating-point operations

@@ -31,7 +31,7 @@ from numba import njit
 
 from agents.batch import check_batch
 from odin_env.cards import GOAT, GOAT_PENALTY, NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
-from odin_env.observation import GOAT_FIELD, LAYOUT, OBS_SIZE
+from odin_env.observation import GOAT_FIELD, GOAT_PLACES, LAYOUT, OBS_SIZE
 from odin_env.spec import GOAT_TAKE, LEAD, NUM_ACTIONS, PASS, PLAY_BITS, PLAY_NUMBER, TAKE
 
 _BITS = np.array(PLAY_BITS, dtype=np.int64)
@@ -40,7 +40,9 @@ _HAND = LAYOUT["hand"][0].start
 _TABLE = LAYOUT["table"][0].start
 _PHASE = LAYOUT["phase"][0].start
 _GOAT_AT = GOAT_FIELD.start
-HAND, TABLE, TAKE_PLACE, DISCARD, KNOWN = 0, 1, 2, 3, 4
+HAND, TABLE, TAKE_PLACE, DISCARD, KNOWN = (
+    GOAT_PLACES.index(place) for place in ("hand", "table", "take", "discard", "known_0")
+)
 """Entries of the ``goat`` field (``observation.GOAT_PLACES``): ``KNOWN + k`` is slot ``k``."""
 GOAT_CARD = np.int64(1) << GOAT
 """The Goat's bit in a card-set int."""
