@@ -15,12 +15,13 @@ draw (:meth:`OpponentPool.draw_kind`):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from agents.batch import BatchAgent, as_batch_agent
-from agents.registry import check_spec, has_batch_form, make, make_batch_agent
+from agents.registry import MODEL_KINDS, check_spec, has_batch_form, make, make_batch_agent
 
 SELF = "self"
 """The kind of the learner's frozen snapshots."""
@@ -39,6 +40,10 @@ def check_kinds(kinds: Sequence[str]) -> list[str]:
     for kind in kinds:
         if kind not in (SELF, LEARNER):
             check_spec(kind)
+            name, _, path = kind.partition(":")
+            if name in MODEL_KINDS and path and not Path(path).is_file():
+                # before the run's folder is made: a missing file is bad input, not a crash
+                raise ValueError(f"opponents: no model file at {path} (agent {kind!r})")
     return kinds
 
 
