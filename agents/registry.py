@@ -12,8 +12,10 @@ one too); ``search``
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
 or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
 ``search:Nms:model``) weights the sampled layouts by the other seats' observed passes
-(:mod:`agents.table_model`). Batched forms (one call for a whole batch of games,
-:mod:`agents.batch`) exist for every agent but ``search``; :func:`has_batch_form` says which.
+(:mod:`agents.table_model`); ``:net`` (``search:net``, ``search:N:net``, ``search:N:model:net``)
+searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most.
+Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
+but ``search``; :func:`has_batch_form` says which.
 
 Outside agents (:mod:`agents.outside`): ``module:Name``, ``path/to/file.py:Name``, or a name an
 installed package adds (entry-point group ``odin_lab.agents``). They run the user's own code, by
@@ -37,7 +39,7 @@ from agents.linear import ALGO as LINEAR
 from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
 from agents.outside import FORMS, absolute_spec
 from agents.ppo import BundledPPO, PPOAgent, read_model
-from agents.search import SearchAgent
+from agents.search import TOP, SearchAgent
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
 
@@ -97,7 +99,8 @@ def spec_help() -> str:
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms), each optionally with :model (layouts weighted by the other "
-        f"seats' observed passes); or your own agent, {FORMS}, or a name an installed package "
+        f"seats' observed passes) and/or :net (only the {TOP} candidates the bundled {DMC} network "
+        f"values most are searched); or your own agent, {FORMS}, or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
         "choice (docs/own-agent.md)"
     )
@@ -130,28 +133,34 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
+SEARCH_OPTIONS = ("model", "net")
+"""What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
+seats' observed passes) and ``net`` (the bundled network shortlists the candidates)."""
+
+
 def _search_budget(text: str) -> dict[str, int | bool]:
-    """The keywords of what follows ``search:``: a budget (``"300"``: rollouts, ``"50ms"``: ms),
-    optionally followed by ``:model`` (``"300:model"``; ``"model"`` alone keeps the default
-    budget) for ``model=True``; ``ValueError`` (naming what is allowed) for any other."""
-    budget, colon, last = text.rpartition(":")
-    model = last == "model"
-    if not model:
-        budget, colon = text, ""
-    if not model or budget:
+    """The keywords of what follows ``search:``: a budget (``"300"``: rollouts, ``"50ms"``: ms)
+    and then any of :data:`SEARCH_OPTIONS`, each once (``"300:model:net"``; an option alone keeps
+    the default budget); ``ValueError`` (naming what is allowed) for anything else."""
+    parts = text.split(":")
+    keywords: dict[str, int | bool] = {}
+    if parts[0] not in SEARCH_OPTIONS:
+        budget = parts.pop(0)
         number, ms = (budget[:-2], True) if budget.endswith("ms") else (budget, False)
-        most = SEARCH_MAX_MS if ms else SEARCH_MAX_ROLLOUTS
-        if not number.isdigit() or not 1 <= int(number) <= most:
+        if number.isdigit() and 1 <= int(number) <= (SEARCH_MAX_MS if ms else SEARCH_MAX_ROLLOUTS):
+            keywords["ms" if ms else "rollouts"] = int(number)
+        else:
+            parts = [budget]  # refused below
+    for option in parts:
+        if option not in SEARCH_OPTIONS or option in keywords:
             raise ValueError(
                 f"bad search spec {'search:' + text!r}: allowed are search:N (N playouts per "
                 f"decision, 1-{SEARCH_MAX_ROLLOUTS:,}) or search:Nms (N milliseconds per "
-                f"decision, 1-{SEARCH_MAX_MS:,}), each optionally followed by :model, or "
-                "search:model"
+                f"decision, 1-{SEARCH_MAX_MS:,}), each optionally followed by "
+                f"{' and/or '.join(':' + o for o in SEARCH_OPTIONS)} (each once), or those alone"
             )
-        return {"ms" if ms else "rollouts": int(number), **({"model": True} if model else {})}
-    if colon:
-        raise ValueError(f"bad search spec {'search:' + text!r}: name a budget before :model")
-    return {"model": True}
+        keywords[option] = True
+    return keywords
 
 
 def make(spec: str, seed: int | None = None) -> Agent:
@@ -168,7 +177,10 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == "ppo":
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
-        return SearchAgent(seed, **(_search_budget(path) if path else {}))
+        keywords = _search_budget(path) if path else {}
+        if keywords.pop("net", False):
+            keywords["prior"] = DMCAgent.load(BUNDLED_DMC)
+        return SearchAgent(seed, **keywords)
     if name in HEURISTICS and not path:
         return HEURISTICS[name](seed=seed)
     return outside.build(spec, seed)

@@ -13,6 +13,10 @@ At a decision with a real choice the player
    :mod:`agents.batched_planner`, about 100,000 decisions a second on one core);
 4. picks the candidate with the best mean outcome (ties: the lower action index).
 
+With a ``prior`` (a network that values each legal action: ``search:N:net`` plays the bundled
+``dmc``), a decision with more than :data:`TOP` legal actions searches only the :data:`TOP` the
+prior values most, so the same playouts are shared among fewer, likelier candidates.
+
 The outcome of one playout is the observer's win chance once the hand is scored: exact when the
 hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
 (:func:`win_chance`).
@@ -53,6 +57,8 @@ POLICY = "planner"
 """Default playout policy: a batched heuristic (``agents.heuristics.HEURISTICS``)."""
 MIN_WORLDS = 8
 """Fewest worlds a decision samples, however many candidates share the budget."""
+TOP = 8
+"""With a ``prior``, the most candidates a decision searches (the prior's best)."""
 MAX_STEPS = 400
 """A playout ends with its hand; this only bounds the loop (a hand has far fewer decisions)."""
 
@@ -151,7 +157,10 @@ class SearchAgent:
     say). ``model``: weight the sampled layouts by how
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
-    :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option."""
+    :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option.
+    ``prior``: ``None``, or a player with ``values(observations, masks)`` (a
+    :class:`agents.dmc.DMCAgent`): :meth:`act` then searches only the ``top`` legal actions it
+    values most (:meth:`evaluate`, the person's hints, still scores every one)."""
 
     name = "search"
 
@@ -163,13 +172,15 @@ class SearchAgent:
         policy: Any = POLICY,
         ms: float | None = None,
         model: bool = False,
+        prior: Any = None,
+        top: int = TOP,
     ):
-        for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds)):
+        for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
         if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms <= 0):
             raise ValueError(f"ms must be a number of milliseconds > 0 or None; got {ms!r}")
-        self.rollouts, self.min_worlds, self.ms = rollouts, min_worlds, ms
+        self.rollouts, self.min_worlds, self.ms, self.top = rollouts, min_worlds, ms, top
         self.rng = np.random.default_rng(seed)
         if callable(getattr(policy, "act_batch", None)):
             self.policy = policy  # a batched player (a network, say), used as it is
@@ -182,6 +193,12 @@ class SearchAgent:
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
         self.table = TableModel() if model else None
+        if prior is not None and not callable(getattr(prior, "values", None)):
+            raise ValueError(
+                f"prior must be None or have values(observations, masks) (a DMC network); "
+                f"got {prior!r}"
+            )
+        self.prior = prior
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed (``None``: keep the generator); with ``model``, forget the last game."""
@@ -200,7 +217,7 @@ class SearchAgent:
         if candidates.size == 1:
             action = int(candidates[0])
         else:
-            action = self.evaluate(observation, action_mask).best
+            action = self.evaluate(observation, self._shortlist(observation, action_mask)).best
         if self.table is not None:
             self.table.decided(action)
         return action
@@ -254,6 +271,21 @@ class SearchAgent:
                     break
                 size = 1 << (min(fits, _MAX_ROUND).bit_length() - 1)
         return Scores(candidates, win_sum / total, penalty_sum / total, total)
+
+    def _shortlist(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """``action_mask`` cut to the ``top`` legal actions of highest ``prior`` value (ties: the
+        lower action), when there is a prior and more than ``top`` legal actions; else as it is
+        (a Goat game too, which the lab's networks refuse)."""
+        if self.prior is None or np.count_nonzero(action_mask) <= self.top:
+            return action_mask
+        if action_mask.shape[-1] != NUM_ACTIONS:
+            return action_mask  # a Goat game: the lab's networks were trained without the Goat
+        candidates = legal_actions(action_mask)
+        values = self.prior.values(observation[None], action_mask[None])[0][candidates]
+        kept = candidates[np.argsort(-values, kind="stable")[: self.top]]
+        shortlist = np.zeros_like(action_mask)
+        shortlist[kept] = 1
+        return shortlist
 
     def _sample(self, game: Game, unseen: np.ndarray, needs: list[int], worlds: int) -> np.ndarray:
         """``worlds`` layouts: uniform (:func:`_sample_hands`), or with ``model`` drawn from
@@ -323,7 +355,9 @@ def _position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
     for known in seen.known:
         placed |= known
     # G1: a Goat the observer cannot place is in a hand (it is never set aside), listed first.
-    unseen = cards_of(deck_bits(colours, seen.goat) & ~placed)[:: -1 if seen.goat else 1]
+    unseen = cards_of(deck_bits(colours, seen.goat) & ~placed)
+    if unseen and unseen[-1] == GOAT:  # the highest id: move it to the front
+        unseen = [GOAT, *unseen[:-1]]
     needs = [0] + [seen.sizes[s] - seen.known[s].bit_count() for s in range(1, n)]
     hands = [cards_of(seen.hand)]
     rest = list(unseen)
@@ -377,4 +411,4 @@ def _sample_hands(
     return hands
 
 
-__all__ = ["ROLLOUTS", "Scores", "SearchAgent", "score_candidates", "win_chance"]
+__all__ = ["ROLLOUTS", "TOP", "Scores", "SearchAgent", "score_candidates", "win_chance"]

@@ -59,10 +59,11 @@ def _table_bits(game: Game) -> int:
     return COMBO_BITS[game.table]
 
 
-@pytest.mark.parametrize("players", [2, 4, 5])
-def test_the_decision_depends_only_on_what_the_seat_sees(players: int) -> None:
+@pytest.mark.parametrize("players,net", [(2, False), (4, False), (5, False), (4, True)])
+def test_the_decision_depends_only_on_what_the_seat_sees(players: int, net: bool) -> None:
     """Two positions that differ only in the other seats' hidden cards: same observation, same
-    action for the same seed (and the hidden cards really differ)."""
+    action for the same seed (and the hidden cards really differ); ``net``: with the bundled
+    network's shortlist (``search:N:net``)."""
     config = Config(players=players, threshold=15)
     rng = np.random.default_rng(players)
     checked = 0
@@ -78,7 +79,7 @@ def test_the_decision_depends_only_on_what_the_seat_sees(players: int) -> None:
         assert np.array_equal(obs, observe(other, seat))
         actions = []
         for position in (game, other):
-            agent = SearchAgent(rollouts=48)
+            agent = SearchAgent(rollouts=48, prior=make("dmc") if net else None, top=3)
             agent.reset(seat, seed=seed)
             actions.append(agent.act(observe(position, seat), position.legal_mask()))
         assert actions[0] == actions[1]
