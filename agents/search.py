@@ -57,7 +57,7 @@ POLICY = "planner"
 """Default playout policy: a batched heuristic (``agents.heuristics.HEURISTICS``)."""
 MIN_WORLDS = 8
 """Fewest worlds a decision samples, however many candidates share the budget."""
-TOP = 8
+TOP = 4
 """With a ``prior``, the most candidates a decision searches (the prior's best)."""
 MAX_STEPS = 400
 """A playout ends with its hand; this only bounds the loop (a hand has far fewer decisions)."""
