@@ -30,10 +30,15 @@ def legal_actions(action_mask: np.ndarray) -> np.ndarray:
     return np.asarray(action_mask).view(np.bool_).nonzero()[0]
 
 
+def is_goat_game(action_mask: np.ndarray) -> bool:
+    """Whether ``action_mask`` (one or a batch) is a Goat game's: 6,702 actions (RULES G5)."""
+    return np.shape(action_mask)[-1] == NUM_GOAT_ACTIONS
+
+
 def refuse_goat(action_mask: np.ndarray, who: str) -> None:
     """``ValueError`` (one line, naming the setting) when ``action_mask`` is a Goat game's
-    (6,702 actions, RULES G5), which ``who`` does not play yet: never a silent wrong game."""
-    if np.shape(action_mask)[-1] == NUM_GOAT_ACTIONS:
+    (:func:`is_goat_game`), which ``who`` does not play yet: never a silent wrong game."""
+    if is_goat_game(action_mask):
         raise ValueError(
             f"goat: {who} does not play the Goat yet (RULES G1-G5); play it with goat=False"
         )

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import legal_actions, refuse_goat
+from agents.base import is_goat_game, legal_actions, refuse_goat
 from agents.hand import see
 from agents.heuristics import HEURISTICS
 from agents.table_model import TableModel
@@ -217,7 +217,8 @@ class SearchAgent:
         if candidates.size == 1:
             action = int(candidates[0])
         else:
-            action = self.evaluate(observation, self._shortlist(observation, action_mask)).best
+            shortlist = self._shortlist(observation, action_mask, candidates)
+            action = self.evaluate(observation, shortlist).best
         if self.table is not None:
             self.table.decided(action)
         return action
@@ -272,15 +273,14 @@ class SearchAgent:
                 size = 1 << (min(fits, _MAX_ROUND).bit_length() - 1)
         return Scores(candidates, win_sum / total, penalty_sum / total, total)
 
-    def _shortlist(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
-        """``action_mask`` cut to the ``top`` legal actions of highest ``prior`` value (ties: the
-        lower action), when there is a prior and more than ``top`` legal actions; else as it is
-        (a Goat game too, which the lab's networks refuse)."""
-        if self.prior is None or np.count_nonzero(action_mask) <= self.top:
+    def _shortlist(
+        self, observation: np.ndarray, action_mask: np.ndarray, candidates: np.ndarray
+    ) -> np.ndarray:
+        """``action_mask`` (legal actions ``candidates``) cut to the ``top`` of highest ``prior``
+        value (ties: the lower action), when there is a prior and more than ``top`` candidates;
+        else as it is, a Goat game's too (the lab's networks were trained without the Goat)."""
+        if self.prior is None or candidates.size <= self.top or is_goat_game(action_mask):
             return action_mask
-        if action_mask.shape[-1] != NUM_ACTIONS:
-            return action_mask  # a Goat game: the lab's networks were trained without the Goat
-        candidates = legal_actions(action_mask)
         values = self.prior.values(observation[None], action_mask[None])[0][candidates]
         kept = candidates[np.argsort(-values, kind="stable")[: self.top]]
         shortlist = np.zeros_like(action_mask)
