@@ -5,10 +5,10 @@ resumes and is reproducible. Without Ray, ``--ray`` is one line saying how to in
 
 from __future__ import annotations
 
-import _thread
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +23,7 @@ import ray
 
 from odin_env.rules import Config
 from odin_lab.commands import evaluate, train
-from odin_lab.evaluation.tournament import TournamentInterrupted, play_tournament
+from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training import TrainConfig, make_config
 from odin_lab.training.collector import Rollout, gae
 
@@ -108,56 +108,54 @@ def test_a_worker_killed_mid_tournament_has_its_chunk_played_again(cluster):
     assert on_ray == local
 
 
-def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(cluster, monkeypatch):
-    """SIGINT from another thread once the first chunk is in, as a terminal's Ctrl-C comes."""
-    import odin_lab.evaluation.tournament as tournament
-
-    specs, config, deals = ["greedy", "shaper", "greedy", "shaper"], Config(players=4), 160
-    first_in = threading.Event()
-    parts = tournament._parts
-
-    def parts_then_signal(*args, **kwargs):
-        for part in parts(*args, **kwargs):
-            yield part
-            first_in.set()  # the tournament holds a part now
-
-    monkeypatch.setattr(tournament, "_parts", parts_then_signal)
-    armed, finished = True, threading.Event()
-
-    def interrupt(signum, frame):
-        if armed:  # never past the tournament: a stray one would stop the test session
-            raise KeyboardInterrupt
-
-    def press_ctrl_c() -> None:
-        # SIGINT as Python receives it (its handler runs in the main thread), without an OS
-        # signal to a process that Ray's threads share: one sent there once ended the pytest
-        # worker. No timeout that fires anyway: after the handler is restored it would stop the
-        # test session.
-        while not finished.is_set():
-            if first_in.wait(0.05):
-                _thread.interrupt_main(signal.SIGINT)
-                return
-
-    previous = signal.signal(signal.SIGINT, interrupt)
-    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group: the CLI, its local Ray
+    and Ray's workers) once the progress bar shows games done: exit 130, one line saying how to
+    resume, and the partial file holds whole deals, in order, the games a local run plays.
+    In a process of its own: a signal inside the pytest worker that Ray's threads share once
+    ended that worker."""
+    specs, games = ["greedy", "shaper", "greedy", "shaper"], 1280
+    common = ["tournament", "--agents", *specs, "--engine", "single", "--seed", "9"]
+    part = tmp_path / "part"
+    proc = subprocess.Popen(
+        [sys.executable, "evaluate.py", *common, "--games", str(games), "--ray", "--workers", "2",
+         "--out", str(part)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
-        presser.start()
-        with pytest.raises(TournamentInterrupted) as stop:
-            play_tournament(
-                specs, config, deals, seed=9, engine="single", progress=False, ray="local",
-                chunk=2,
-            )  # fmt: skip
+        shown = ""
+        # Read the bar as it is drawn. It counts games as they arrive, in any order; the file
+        # keeps the deals finished in order. Chunks are 8 deals (32 games) and at most 6 are in
+        # flight or waiting for an earlier one, so past 192 games the first chunk is kept.
+        while True:
+            char = proc.stderr.read(1)
+            if not char:
+                pytest.fail(f"the tournament ended before Ctrl-C: {shown[-300:]!r}")
+            shown += char
+            counts = [int(n) for n in re.findall(rf"(\d+)/{games}", shown)]
+            if counts and 6 * 32 < counts[-1] < games * 3 // 4:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     finally:
-        armed = False
-        finished.set()
-        presser.join()
-        # signal.signal runs any pending handler (now disarmed) before it replaces it.
-        signal.signal(signal.SIGINT, previous)
-    records, done = stop.value.records, stop.value.deals_done
-    assert 0 < done < deals
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err and "--resume" in err
+    saved = json.loads((part / "tournament.json").read_text())
+    records = saved["game_records"]
+    assert saved["partial"] is True and 0 < len(records) < games and len(records) % 4 == 0
     # Game (d, r) does not depend on the tournament's size: the local games of the first deals.
-    local = play_tournament(specs, config, done, seed=9, engine="single", progress=False)
-    assert len(records) == 4 * done and records == local
+    whole = tmp_path / "whole"
+    done = subprocess.run(
+        [sys.executable, "evaluate.py", *common, "--games", str(len(records)), "--out",
+         str(whole), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert records == json.loads((whole / "tournament.json").read_text())["game_records"]
 
 
 def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
