@@ -301,7 +301,8 @@ class SearchAgent:
         if engine is None:
             if len(self._engines) >= self._most_engines:
                 self._engines.pop(next(iter(self._engines)))
-            engine = self._engines[key] = BatchedGames(config, batch, seed=0)
+            # A playout ends with its hand: held there, with no next deal drawn.
+            engine = self._engines[key] = BatchedGames(config, batch, seed=0, next_hand=False)
         return engine
 
     def _playouts(
@@ -316,15 +317,13 @@ class SearchAgent:
         engine.step(np.tile(candidates, worlds).astype(np.int64))
         totals = np.array(game.totals, dtype=np.int64)
         final = np.zeros((batch, config.players), dtype=np.int64)
-        live = np.ones(batch, dtype=np.bool_)
+        actions = np.zeros(batch, dtype=np.int64)  # a held game's action is ignored
         for _ in range(MAX_STEPS):
-            ended = engine.hand_end & live
+            ended = engine.hand_end  # only at the step that ends the hand: then it is held
             final[ended] = engine.penalties[ended]
-            live &= ~ended
-            rows = np.flatnonzero(live)
+            rows = np.flatnonzero(~engine.held)
             if rows.size == 0:
                 break
-            actions = engine.first_legal
             actions[rows] = self.policy.act_batch(engine.obs[rows], engine.mask[rows])
             engine.step(actions)
         outcome = win_chance(totals + final, config.threshold)[:, 0]

@@ -153,8 +153,11 @@ def _show(i, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, s
 
 @njit(cache=True)
 def find_illegal(actions, st, legal):
-    """The first game whose action is not legal, or -1: checked before anything changes."""
+    """The first game whose action is not legal, or -1: checked before anything changes. A game
+    waiting for a deal (held: ``BatchedGames(next_hand=False)``) takes any action."""
     for i in range(actions.shape[0]):
+        if st[i, DEAL] != 0:
+            continue
         a = actions[i]
         ok = False
         for k in range(st[i, NLEGAL]):
@@ -201,12 +204,14 @@ def _clear_outs(rewards, done, hand_end):
 def step_games(actions, cfg, off, st, cur, hands, known, totals, legal, mask, obs, shown,
                rewards, done, hand_end, penalties, final_totals, winners, final_hands, waiting,
                tables):  # fmt: skip
-    """Step every game (``_step_one``); returns how many now wait for a deal (listed first in
-    ``waiting``)."""
+    """Step every game (``_step_one``) but those already waiting for a deal (held: they are
+    left as they are); returns how many now wait for a deal (listed first in ``waiting``)."""
     obs64 = _pairs(obs)
     _clear_outs(rewards, done, hand_end)
     count = 0
     for i in range(actions.shape[0]):
+        if st[i, DEAL] != 0:
+            continue
         if _step_one(i, actions[i], cfg, off, st, cur, hands, known, totals, legal, mask, obs,
                      obs64, shown, rewards, done, hand_end, penalties, final_totals, winners,
                      final_hands, tables):  # fmt: skip
@@ -227,6 +232,8 @@ def step_games_parallel(actions, cfg, off, st, cur, hands, known, totals, legal,
     obs64 = _pairs(obs)
     _clear_outs(rewards, done, hand_end)
     for i in prange(actions.shape[0]):
+        if st[i, DEAL] != 0:
+            continue
         _step_one(i, actions[i], cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64,
                   shown, rewards, done, hand_end, penalties, final_totals, winners, final_hands,
                   tables)  # fmt: skip

@@ -42,6 +42,12 @@ be a sequence of B per-game seeds, used as given (slot ``i`` then starts
 progress in some slots by ``rules.Game(config, seed=...)``: a caller that plays a fixed list of
 seeded games (a tournament) keeps every slot busy with the next game of its list.
 
+``next_hand=False`` holds a game whose hand ends instead of dealing it the next one (or the
+next episode): it then waits, with no legal action, its actions ignored and its step outputs
+zero, until ``load``, ``restart`` or ``reset`` (``held`` says which games wait). A search that
+plays each loaded position to the end of its hand draws no deal it would throw away, and
+``load`` copies no generator.
+
 ``auto_forced`` (default on) applies decisions with one legal action without asking, as the
 AEC env does; a step then counts one decision per game. A bad action anywhere in the batch
 raises ``ValueError`` naming the game index and the action before any game changes.
@@ -189,6 +195,8 @@ class BatchedGames:
     ``auto_forced``: apply one-option decisions; ``parallel``: share the games of a step among
     numba's threads (``NUMBA_NUM_THREADS``, default one per core). Results are identical either
     way; threads pay off on large batches on idle cores, and cost a lot on busy ones.
+    ``next_hand``: deal a game its next hand as soon as one ends (``False``: hold it; see the
+    module docstring).
     """
 
     def __init__(
@@ -198,16 +206,18 @@ class BatchedGames:
         seed: int | Sequence[int] | None = None,
         auto_forced: bool = True,
         parallel: bool = False,
+        next_hand: bool = True,
     ):
         _check_batch(batch)
-        for name, flag in (("auto_forced", auto_forced), ("parallel", parallel)):
+        flags = (("auto_forced", auto_forced), ("parallel", parallel), ("next_hand", next_hand))
+        for name, flag in flags:
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False; got {flag!r}")
         announce_compilation()
         self._step_games = steps.step_games_parallel if parallel else steps.step_games
         self.config = config = config or Config()
         self.batch = batch = int(batch)
-        self.auto_forced = bool(auto_forced)
+        self.auto_forced, self.next_hand = bool(auto_forced), bool(next_hand)
         n = config.players
         self._cfg = np.zeros(k.NUM_CONFIG, dtype=np.int64)
         self._cfg[k.C_PLAYERS] = n
@@ -276,8 +286,8 @@ class BatchedGames:
         return self._result
 
     def step(self, actions: np.ndarray) -> BatchStep:
-        """Apply one action per game (``int`` array of shape ``(B,)``); returns the new
-        ``BatchStep``. A bad action raises ``ValueError`` and changes no game."""
+        """Apply one action per game (``int`` array of shape ``(B,)``; a held game's is ignored);
+        returns the new ``BatchStep``. A bad action raises ``ValueError`` and changes no game."""
         acts = np.asarray(actions)
         if acts.shape != (self.batch,) or acts.dtype.kind not in "iu":
             raise ValueError(
@@ -294,7 +304,7 @@ class BatchedGames:
             self._deal_slots,
             self._tables,
         )  # fmt: skip
-        if waiting:
+        if waiting and self.next_hand:
             self._deal(self._deal_slots[:waiting])
         return self._result
 
@@ -322,7 +332,8 @@ class BatchedGames:
         """Put the position of ``game`` in each game ``slots[k]``, dropping the episode in
         progress there: many continuations of one position, played at once (a search). Each
         slot's later deals draw from a copy of ``game``'s generator, so a loaded game goes on
-        exactly as ``game`` would (its ``game_seeds`` entry becomes -1: no seed made it).
+        exactly as ``game`` would (its ``game_seeds`` entry becomes -1: no seed made it); with
+        ``next_hand=False`` no later deal comes, and the slot keeps its own generator.
 
         ``game``: a ``rules.Game`` of this engine's config at a decision (not over and, with
         ``auto_forced``, with two legal actions or more). ``hands``: optional
@@ -374,10 +385,12 @@ class BatchedGames:
         self._hands[rows, :n] = dealt
         self._known[rows, :n], self._totals[rows, :n] = game.known, game.totals
         self.seat[rows] = game.current
-        state = game.rng.bit_generator.state
+        if self.next_hand:
+            state = game.rng.bit_generator.state
+            for i in rows.tolist():
+                self._rngs[i] = rng = np.random.Generator(type(game.rng.bit_generator)())
+                rng.bit_generator.state = state
         for i in rows.tolist():
-            self._rngs[i] = rng = np.random.Generator(type(game.rng.bit_generator)())
-            rng.bit_generator.state = state
             self.game_seeds[i] = -1
         steps.show_games(
             rows, self._cfg, _OFFSETS, st, self.seat, self._hands, self._known, self._totals,
@@ -431,6 +444,12 @@ class BatchedGames:
         """The seat that led each game's current hand (``rules.Game.hand_leader``), ``(B,)``
         (a fresh array)."""
         return self._state[:, k.HAND_LEADER].copy()
+
+    @property
+    def held(self) -> np.ndarray:
+        """Which games wait for a deal, ``(B,)`` bool (a fresh array): with ``next_hand=False``,
+        those whose hand has ended; never any otherwise."""
+        return self._state[:, k.DEAL] != 0
 
     @property
     def first_legal(self) -> np.ndarray:

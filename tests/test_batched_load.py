@@ -17,6 +17,7 @@ from odin_env.cards import cards_of
 from odin_env.combos import COMBO_BITS
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
+from odin_env.spec import PLAY_BITS
 
 
 def _position(config: Config, seed: int, steps: int) -> Game:
@@ -137,3 +138,63 @@ def test_bad_hands_are_refused_and_change_nothing() -> None:
         engine.load([0], over)
     assert np.array_equal(engine.obs, before[0]) and np.array_equal(engine.mask, before[1])
     assert np.array_equal(engine.seat, before[2])
+
+
+@pytest.mark.parametrize("goat", [False, True])
+def test_a_held_game_ends_with_its_hand_and_waits_until_loaded(goat: bool) -> None:
+    """``next_hand=False``: each slot plays its loaded hand exactly as ``rules.Game`` does, then
+    waits: no legal action, any action ignored, outputs zero, its view unchanged, while the
+    other slots play on; ``load`` starts it again. With a low threshold a hand also ends the
+    game (``done`` at that step, then held the same way)."""
+    for threshold, seed in ((12, 3), (1, 4)):
+        config = Config(players=4, threshold=threshold, goat=goat)
+        engine = BatchedGames(config, batch=3, seed=seed, next_hand=False)
+        assert not engine.held.any()
+        game = _position(config, seed, steps=6)
+        rng = np.random.default_rng(seed)
+        layout = _relaid(game, rng)
+        engine.load([0, 1, 2], game, hands=np.array([layout] * 3, dtype=np.int64))
+        games = [Game.from_position(
+            config, [cards_of(h) for h in layout], game.current,
+            table=cards_of(PLAY_BITS[game.table]) if game.table >= 0 else None,
+            owner=game.owner if game.table >= 0 else None,
+            take_from=cards_of(game.take_from) if game.take_from else None,
+            passes=game.passes, discard=cards_of(game.discard),
+            known=[cards_of(k) for k in game.known], totals=game.totals,
+            hand_leader=game.hand_leader,
+        ) for _ in range(3)]  # fmt: skip
+        ended = 0
+        for _ in range(500):
+            live = ~engine.held
+            if not live.any():
+                break
+            before = engine.obs.copy()
+            actions = np.full(3, 10**6, dtype=np.int64)  # not an action: a held slot ignores it
+            for slot in np.flatnonzero(live):
+                assert np.array_equal(engine.mask[slot], games[slot].legal_mask())
+                assert np.array_equal(engine.obs[slot], observe(games[slot], games[slot].current))
+                actions[slot] = games[slot].legal[rng.integers(len(games[slot].legal))]
+            engine.step(actions)
+            for slot in range(3):
+                if not live[slot]:  # held: nothing moved, nothing paid
+                    assert np.array_equal(engine.obs[slot], before[slot])
+                    assert not engine.mask[slot].any() and not engine.rewards[slot].any()
+                    assert not engine.done[slot] and not engine.hand_end[slot]
+                    continue
+                games[slot].apply(int(actions[slot]))
+                if not games[slot].is_over:
+                    games[slot].play_forced()
+                hand_over = games[slot].is_over or len(games[slot].history) > len(game.history)
+                assert engine.held[slot] == hand_over == engine.hand_end[slot]
+                if hand_over:
+                    ended += 1
+                    assert engine.penalties[slot].tolist() == list(games[slot].history[-1])
+                    assert engine.done[slot] == games[slot].is_over
+                    assert not engine.mask[slot].any()
+        assert ended == 3 and engine.held.all()
+        assert [g.is_over for g in games] == [threshold == 1] * 3  # the game ended too, or not
+        engine.load([1], game)  # back in play, exactly as the position shows
+        assert engine.held.tolist() == [True, False, True]
+        assert np.array_equal(engine.mask[1], game.legal_mask())
+    with pytest.raises(ValueError, match="next_hand must be True or False"):
+        BatchedGames(Config(players=4), batch=1, next_hand="no")
