@@ -32,7 +32,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.base import Agent, refuse_goat
+from agents.base import Agent, is_goat_game, refuse_goat
 from odin_env._pick_kernels import PICK_BLOCK, pick_uniform, pick_uniform_parallel
 from odin_env.observation import GOAT_FIELD_SIZE, OBS_SIZE
 from odin_env.seeding import keyed_uniforms
@@ -56,7 +56,7 @@ def check_batch(obs: np.ndarray, mask: np.ndarray, goat: bool = False) -> None:
     refused in one line naming the setting."""
     if not goat:
         refuse_goat(mask, "the batched agents")
-    goat_rows = goat and mask.shape[-1] == NUM_GOAT_ACTIONS
+    goat_rows = goat and is_goat_game(mask)
     obs_size = OBS_SIZE + GOAT_FIELD_SIZE if goat_rows else OBS_SIZE
     actions = NUM_GOAT_ACTIONS if goat_rows else NUM_ACTIONS
     if obs.ndim != 2 or obs.shape[1] != obs_size:
