@@ -47,6 +47,8 @@ _OWNER = LAYOUT["table_owner"][0].start
 _PHASE = LAYOUT["phase"][0].start
 _PLAYERS = LAYOUT["players"][0].start
 _ALL = (1 << NUM_CARDS) - 1
+_VALUE_LINE = sum(1 << (c * NUM_VALUES) for c in range(NUM_COLOURS))
+"""The cards of the lowest value in every colour (shifted by ``v``: value ``v``'s)."""
 COVER_WEIGHT = 2.0
 """Cost of one more combo to play, in penalty points."""
 FINISHER_COST = 1.0
@@ -102,15 +104,6 @@ def _high_bit(bits):
     return card
 
 
-@njit(cache=True, inline="always")
-def _top_value(bits):
-    top = 0
-    for card in range(NUM_CARDS):
-        if (bits >> card) & 1:
-            top = max(top, card % NUM_VALUES + 1)
-    return top
-
-
 @njit(cache=True)
 def _finisher(hand):
     """``partition(hand)[0]`` of the hand without the Goat when it splits into two combos or
@@ -119,53 +112,46 @@ def _finisher(hand):
     target = _cover(hand)
     if target <= 1:
         return np.int64(0)
-    colours = np.zeros(NUM_COLOURS, dtype=np.int64)
     m = 0
     for c in range(NUM_COLOURS):
-        if (hand >> (c * NUM_VALUES)) & VALUE_BITS:
-            colours[m] = c
-            m += 1
-    groups = np.zeros(NUM_COLOURS + NUM_VALUES, dtype=np.int64)
-    keys = np.zeros(NUM_COLOURS + NUM_VALUES, dtype=np.int64)
-    best_sizes = np.zeros(NUM_COLOURS + NUM_VALUES, dtype=np.int64)
-    found = False
-    best_first = np.int64(0)
-    for used in range(1 << m):
-        count = 0
-        rest = hand
-        for i in range(m):
+        m += (hand >> (c * NUM_VALUES)) & VALUE_BITS != 0
+    # A split's sizes, largest first, compared as partition compares them: as the histogram
+    # sum(16 ** size) (fewer than 16 groups of a size), so no split is stored or sorted.
+    best_score, best_first = np.int64(-1), np.int64(0)
+    for used in range(1 << m):  # bit i: the i-th colour the hand holds is played whole
+        count, score, rest = 0, np.int64(0), hand
+        first, first_key = np.int64(0), -1  # the split's first group, largest (size, top)
+        i = 0
+        for c in range(NUM_COLOURS):
+            line = np.int64(VALUE_BITS) << (c * NUM_VALUES)
+            if hand & line == 0:
+                continue
             if (used >> i) & 1:
-                line = np.int64(VALUE_BITS) << (colours[i] * NUM_VALUES)
-                groups[count] = hand & line
+                group = hand & line
+                size = _popcount(group)
                 count += 1
+                score += np.int64(1) << (4 * size)
+                key = size * 16 + _high_bit(group) - c * NUM_VALUES + 1
+                if key > first_key:
+                    first, first_key = group, key
                 rest &= ~line
-        if count > target:
+            i += 1
+        values = np.int64(0)  # the values left, one value group each
+        for c in range(NUM_COLOURS):
+            values |= (rest >> (c * NUM_VALUES)) & VALUE_BITS
+        if count + _popcount(values) != target:
             continue
         for v in range(NUM_VALUES):
-            group = np.int64(0)
-            for c in range(NUM_COLOURS):
-                group |= rest & (np.int64(1) << (c * NUM_VALUES + v))
+            group = rest & (_VALUE_LINE << v)
             if group:
-                groups[count] = group
+                size = _popcount(group)
                 count += 1
-        if count != target:
-            continue
-        # stable sort by (-size, -top value): key = size * 16 + top, descending
-        for g in range(count):
-            keys[g] = _popcount(groups[g]) * 16 + _top_value(groups[g])
-        order = np.argsort(-keys[:count], kind="mergesort")
-        better = not found
-        if found:
-            for g in range(count):
-                size = _popcount(groups[order[g]])
-                if size != best_sizes[g]:
-                    better = size > best_sizes[g]
-                    break
-        if better:
-            found = True
-            for g in range(count):
-                best_sizes[g] = _popcount(groups[order[g]])
-            best_first = groups[order[0]]
+                score += np.int64(1) << (4 * size)
+                key = size * 16 + v + 1
+                if key > first_key:
+                    first, first_key = group, key
+        if score > best_score:
+            best_score, best_first = score, first
     return best_first
 
 
@@ -235,14 +221,17 @@ def planner_kernel(obs, mask, bits, number, out):
     t_cards = np.zeros(NUM_COLOURS, dtype=np.int64)
     t_chance = np.zeros(NUM_COLOURS, dtype=np.float64)
     every_card = _ALL | GOAT_CARD if obs.shape[1] > OBS_SIZE else _ALL
+    legal_plays = np.empty(_plays(mask), dtype=np.int64)  # a row's, listed once
     for i in range(obs.shape[0]):
         hand = _plane(obs, i, _HAND, HAND)
         takes = _takes(mask, i)
+        plays = 0
         if not takes:
-            whole, plays = -1, 0
+            whole = -1
             for j in range(_plays(mask)):
                 a, legal = _play(mask, i, j)
                 if legal:
+                    legal_plays[plays] = a
                     plays += 1
                     if bits[a] == hand:
                         whole = a
@@ -308,10 +297,8 @@ def planner_kernel(obs, mask, bits, number, out):
                 if t_slot[t] == owner:
                     best_s += THREAT_COST * t_chance[t]
             best_t, choice = 1, PASS
-        for j in range(_plays(mask)):
-            a, legal = _play(mask, i, j)
-            if not legal:
-                continue
+        for j in range(plays):
+            a = legal_plays[j]
             played = bits[a]
             left = hand & ~played
             score = _value(left, goat) if leading else _after_take(left, table, goat)[0]

@@ -16,10 +16,12 @@ from oracle_heuristics import Planner as OraclePlanner
 from oracle_heuristics import Shaper as OracleShaper
 
 from agents.batch import BatchRandomAgent, act_by_seat
-from agents.hand import see
+from agents.batched_planner import _finisher
+from agents.hand import cover, partition, see
 from agents.heuristics import Planner, Shaper
 from agents.registry import has_batch_form, make_batch_agent
 from odin_env.batched import BatchedGames
+from odin_env.cards import GOAT, NUM_CARDS
 from odin_env.combos import COMBO_BITS
 from odin_env.rules import PASS, Config
 from odin_lab.evaluation.tournament import play_deals
@@ -67,3 +69,19 @@ def test_shaper_is_registered_and_plays_the_same_games_on_both_engines():
     slow = [OracleShaper(), OracleShaper(), OracleShaper(), OracleShaper()]
     single = play_deals(slow, config, 3, seed=5, engine="single")
     assert play_deals([agent] * 4, config, 3, seed=5, engine="batched", batch=4) == single
+
+
+def test_the_planners_finishing_combo_is_the_oracles_on_random_hands():
+    """``_finisher`` (no split stored or sorted) against ``agents.hand.partition``: the first
+    combo of a smallest split, the largest of the smallest splits' largest, on hands of 1-9
+    cards from all six colours, with and without the Goat (which it leaves out)."""
+    rng = np.random.default_rng(20261203)
+    checked = 0
+    for _ in range(3000):
+        cards = rng.choice(NUM_CARDS + 1, size=int(rng.integers(1, 10)), replace=False)
+        hand = sum(1 << int(c) for c in cards)
+        coloured = hand & ~(1 << GOAT)
+        expected = partition(coloured)[0] if cover(coloured) > 1 else 0
+        assert _finisher(np.int64(hand)) == expected, cards
+        checked += expected != 0
+    assert checked > 2000  # most hands split into two combos or more
