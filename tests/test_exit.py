@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from safetensors.numpy import load_file
 
 from agents.dmc import DMCAgent
@@ -89,6 +90,48 @@ def test_the_fit_moves_the_network_onto_the_labels(tmp_path):
     assert last["train/candidates"] == sum(len(a) for _, a, _ in labels) > 24
 
 
+def _loss(learner: ExItLearner, labels: list) -> float:
+    obs, actions, rows, targets, _, _ = learner._tensors(labels)
+    with torch.no_grad():
+        return float(torch.nn.functional.mse_loss(learner.net(obs, actions, rows), targets))
+
+
+def test_the_replay_keeps_the_latest_labels_and_fits_on_all_of_them(tmp_path):
+    learner = _learner(tmp_path, replay=20)
+    seen: list[tuple[list, list]] = []
+    fit = learner._fit
+
+    def recorded(labels, kept=None):
+        seen.append((labels, kept))
+        return fit(labels, kept)
+
+    learner._fit = recorded
+    figures = [learner.train_step() for _ in range(3)]
+    history: list = []
+    for (labels, kept), step in zip(seen, figures):
+        history += labels
+        assert len(labels) >= 16 and step["train/kept"] == len(kept) == min(20, len(history))
+        assert all(a is b for a, b in zip(kept, history[-20:]))  # the latest, in order
+    # Older labels are fitted too: a replay of far-off targets pulls the network onto them.
+    old = [(o, a, t - 5.0) for o, a, t in seen[0][0]]
+    before = _loss(learner, old)
+    for _ in range(30):
+        fit(seen[-1][0], old + list(learner.kept))
+    assert _loss(learner, old) < 0.5 * before
+
+
+def test_the_replay_is_in_the_checkpoint(tmp_path):
+    learner = _learner(tmp_path, replay=20)
+    learner.train_step()
+    tensors, _, run = learner.checkpoint()
+    again = ExItLearner(make_config("exit", runs_dir=str(tmp_path), **{**SMALL, "replay": 20}))
+    again.load_checkpoint(tensors, {**run, "step": learner.steps})
+    assert len(again.kept) == len(learner.kept) >= 16 and again.kept.maxlen == 20
+    for mine, theirs in zip(learner.kept, again.kept):
+        assert all(np.array_equal(x, y) for x, y in zip(mine, theirs))
+    assert not any(k.startswith("replay/") for k in _learner(tmp_path).checkpoint()[0])
+
+
 def test_learner_playouts_are_the_network_of_the_update_start(tmp_path):
     learner = _learner(tmp_path, playout="learner")
     assert isinstance(learner.playout, DMCAgent)
@@ -120,6 +163,8 @@ def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
         ({"playout": "nobody"}, "playout must be one of"),
         ({"epsilon": 1.5}, "epsilon must be a finite number in [0, 1]"),
         ({"decisions_per_update": 0}, "decisions_per_update must be a positive integer"),
+        ({"replay": -1}, "replay must be an integer 0-1,000,000"),
+        ({"replay": 2.5}, "replay must be an integer 0-1,000,000"),
         ({"game": Config(reward="win")}, "exit needs reward penalty"),
     ],
 )

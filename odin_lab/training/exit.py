@@ -12,12 +12,20 @@ random legal action), and each update regresses ``Q(o, a)`` of *every* candidate
 mean penalty: soft targets, in the units of DMC's hand returns (so a DMC model is a warm start,
 ``--init``). The playouts are played by ``playout``: a batched heuristic, or ``learner``, the
 network as it was at the start of the update (the expert improves with its apprentice).
+
+A label costs a search, so with ``replay`` the latest labelled decisions are kept and each
+update fits minibatches drawn from all of them (Anthony et al. retrain on the data set so far):
+a label then serves about ``epochs`` minibatches over the updates it stays for, instead of
+``epochs`` passes over one update's few decisions. The kept labels are in the checkpoint, so a
+resumed run fits on what the stopped one had.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -39,6 +47,8 @@ from odin_lab.training.selfplay import episode_summary
 
 LEARNER_PLAYOUT = "learner"
 """``playout``: the search plays out with the network being trained."""
+MAX_REPLAY = 1_000_000
+"""Most labelled decisions ``replay`` keeps (each holds an observation: about 2.3 KB)."""
 LABELS = 4
 """Sub-stream of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, LABELS)``): the
 seeds of the searches (DMC's sub-streams are 1-3)."""
@@ -63,6 +73,10 @@ class ExItConfig(QNetworkSettings):
     """Who plays the search's playouts: a batched heuristic, or learner (the network)."""
     epsilon: float = 0.0
     """Chance that a learner decision is a uniformly random legal action (not labelled)."""
+    replay: int = 0
+    """Labelled decisions kept for the fit, the latest (0: an update fits its own only). Each
+    update then draws as many minibatches as epochs passes over its own labels would take,
+    uniformly from the kept ones."""
 
     # Not settings: the actors' returns are DMC's, by hand (they are logged, not learned).
     gamma = 1.0
@@ -73,6 +87,7 @@ class ExItConfig(QNetworkSettings):
         self.check_network(run)
         check_positive_ints(self, ("decisions_per_update",))
         check_count("rollouts", self.rollouts, 1, SEARCH_MAX_ROLLOUTS)  # search:N's limit
+        check_count("replay", self.replay, 0, MAX_REPLAY)
         check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
         playouts = [*HEURISTICS, LEARNER_PLAYOUT]
         if self.playout not in playouts:
@@ -89,6 +104,13 @@ class ExItConfig(QNetworkSettings):
 class ExItLearner(DMCLearner):
     """Expert iteration on DMC's network and actors (see the module docstring). Its player is a
     DMC model (``kind`` ``dmc``: played as ``dmc:PATH``)."""
+
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        # The replay (a checkpoint restores it before start).
+        self.kept: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(
+            maxlen=max(1, self.settings.replay)
+        )
 
     def start(self) -> None:
         super().start()
@@ -131,50 +153,100 @@ class ExItLearner(DMCLearner):
         finished = collector.collect(0, settings.epsilon)  # the actors' own bookkeeping
         labels, self.labels = self.labels, []
         with held_interrupts():
-            figures = self._fit(labels)
+            if settings.replay:
+                self.kept.extend(labels)
+            figures = self._fit(labels, list(self.kept) if settings.replay else None)
             self.steps += len(labels)
             self.n_updates += 1
             self._renew_playout()
         figures.update(episode_summary(finished.episodes))
         return figures
 
-    def _fit(self, labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, float]:
-        """``epochs`` passes of minibatch regressions of Q of every labelled candidate onto
-        its target; also how often the network's choice was the search's, before the fit."""
-        device, settings = self.device, self.settings
-        sizes = np.array([len(actions) for _, actions, _ in labels])
-        target = np.concatenate([t for _, _, t in labels])
-        obs = th.as_tensor(np.stack([o for o, _, _ in labels]), device=device)
-        rows = th.as_tensor(np.repeat(np.arange(len(labels)), sizes), device=device)
-        actions = th.as_tensor(np.concatenate([a for _, a, _ in labels]), device=device)
-        targets = th.as_tensor(target, device=device)
-        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    def _fit(
+        self,
+        labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+        kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+    ) -> dict[str, float]:
+        """Minibatch regressions of Q of labelled candidates onto their targets: ``epochs``
+        passes over ``labels``, or (``kept``: the replay) as many minibatches drawn uniformly
+        from ``kept``. Also how often the network's choice was the search's on ``labels``,
+        before the fit."""
+        settings = self.settings
+        obs, actions, rows, targets, starts, sizes = self._tensors(labels)
         with th.no_grad():
             q = self.net(obs, actions, rows).cpu().numpy()
+        target = targets.cpu().numpy()
         agree = np.mean(
             [np.argmax(q[s : s + n]) == np.argmax(target[s : s + n]) for s, n in zip(starts, sizes)]
         )
+        pairs, size = len(actions), settings.batch_size
+        if kept is None:
+            picks = [
+                order[start : start + size]
+                for order in (
+                    th.randperm(pairs, generator=self.shuffle) for _ in range(settings.epochs)
+                )
+                for start in range(0, pairs, size)
+            ]
+        else:
+            obs, actions, rows, targets, _, _ = self._tensors(kept)
+            count = settings.epochs * -(-pairs // size)
+            picks = th.randint(len(actions), (count, size), generator=self.shuffle)
         losses = []
         self.net.train()
-        for _ in range(settings.epochs):
-            order = th.randperm(len(actions), generator=self.shuffle).to(device)
-            for start in range(0, len(actions), settings.batch_size):
-                pick = order[start : start + settings.batch_size]
-                loss = th.nn.functional.mse_loss(
-                    self.net(obs, actions[pick], rows[pick]), targets[pick]
-                )
-                self.optimizer.zero_grad()
-                loss.backward()
-                th.nn.utils.clip_grad_norm_(self.net.parameters(), settings.max_grad_norm)
-                self.optimizer.step()
-                losses.append(float(loss.detach()))
+        for pick in picks:
+            pick = pick.to(self.device)
+            loss = th.nn.functional.mse_loss(
+                self.net(obs, actions[pick], rows[pick]), targets[pick]
+            )
+            self.optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(self.net.parameters(), settings.max_grad_norm)
+            self.optimizer.step()
+            losses.append(float(loss.detach()))
         self.net.eval()
         return {
             "train/q_loss": float(np.mean(losses)),
             "train/decisions": float(len(labels)),
-            "train/candidates": float(len(actions)),
+            "train/candidates": float(pairs),
             "train/agreement": float(agree),
+            "train/kept": float(len(kept) if kept is not None else len(labels)),
         }
+
+    def _tensors(self, labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
+        """Labels as the network's inputs: observations, the candidates' actions and their
+        observation's row, targets; and each decision's first candidate and count."""
+        device = self.device
+        sizes = np.array([len(actions) for _, actions, _ in labels])
+        obs = th.as_tensor(np.stack([o for o, _, _ in labels]), device=device)
+        rows = th.as_tensor(np.repeat(np.arange(len(labels)), sizes), device=device)
+        actions = th.as_tensor(np.concatenate([a for _, a, _ in labels]), device=device)
+        targets = th.as_tensor(np.concatenate([t for _, _, t in labels]), device=device)
+        return obs, actions, rows, targets, np.r_[0, np.cumsum(sizes)[:-1]], sizes
+
+    def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+        tensors, info, run = super().checkpoint()
+        if self.kept:
+            kept = list(self.kept)
+            tensors["replay/obs"] = np.stack([o for o, _, _ in kept])
+            tensors["replay/sizes"] = np.array([len(a) for _, a, _ in kept], dtype=np.int64)
+            tensors["replay/actions"] = np.concatenate([a for _, a, _ in kept])
+            tensors["replay/targets"] = np.concatenate([t for _, _, t in kept])
+        return tensors, info, run
+
+    def load_checkpoint(self, tensors: dict[str, Any], run: dict[str, Any]) -> None:
+        super().load_checkpoint(tensors, run)
+        self.kept.clear()
+        if "replay/obs" in tensors:
+            sizes = np.array(tensors["replay/sizes"])
+            ends = np.cumsum(sizes)
+            actions, targets = (
+                np.array(tensors["replay/actions"]),
+                np.array(tensors["replay/targets"]),
+            )
+            for k, obs in enumerate(np.array(tensors["replay/obs"])):
+                span = slice(ends[k] - sizes[k], ends[k])
+                self.kept.append((obs, actions[span], targets[span]))
 
 
 __all__ = ["ExItConfig", "ExItLearner"]
