@@ -77,36 +77,28 @@ def _cover(hand):
     colours to use whole, group the rest by value. The Goat joins any colour used whole, or a
     value group of one card, for free; a hand with neither needs one combo more for it."""
     goat = (hand >> GOAT) & 1
-    patterns = np.zeros(NUM_COLOURS, dtype=np.int64)
-    m = 0
+    used = 0  # the colours the hand holds, a bit each
     for c in range(NUM_COLOURS):
-        p = (hand >> (c * NUM_VALUES)) & VALUE_BITS
-        if p:
-            patterns[m] = p
-            m += 1
+        if (hand >> (c * NUM_VALUES)) & VALUE_BITS:
+            used |= 1 << c
+    m = _popcount(used)
     if m == 0:
         return goat
-    ors = np.zeros(1 << NUM_COLOURS, dtype=np.int64)
-    best = m
-    full = (1 << m) - 1
-    for kept in range(1, 1 << m):
-        low = kept & -kept
-        bit = 0
-        while (1 << bit) != low:
-            bit += 1
-        ors[kept] = ors[kept ^ low] | patterns[bit]
-        total = (m - _popcount(kept)) + _popcount(ors[kept])
-        if goat and kept == full:  # every group is a value group: the Goat needs a single
-            single = False
-            for v in range(NUM_VALUES):
-                count = 0
-                for c in range(m):
-                    count += (patterns[c] >> v) & 1
-                single = single or count == 1
-            if not single:
-                total += 1
+    best = m  # every colour whole
+    grouped = used
+    while grouped:  # every non-empty set of colours grouped by value, the others whole
+        once, twice = np.int64(0), np.int64(0)  # values held in one colour, in two or more
+        for c in range(NUM_COLOURS):
+            if (grouped >> c) & 1:
+                pattern = (hand >> (c * NUM_VALUES)) & VALUE_BITS
+                twice |= once & pattern
+                once |= pattern
+        total = m - _popcount(grouped) + _popcount(once)
+        if goat and grouped == used and once & ~twice == 0:  # no whole colour, no single
+            total += 1
         if total < best:
             best = total
+        grouped = (grouped - 1) & used
     return best
 
 
