@@ -196,8 +196,9 @@ class ExItLearner(DMCLearner):
         self.net.train()
         for pick in picks:
             pick = pick.to(self.device)
+            # The minibatch's observations only: the replay holds far more than one minibatch.
             loss = th.nn.functional.mse_loss(
-                self.net(obs, actions[pick], rows[pick]), targets[pick]
+                self.net(obs[rows[pick]], actions[pick]), targets[pick]
             )
             self.optimizer.zero_grad()
             loss.backward()
