@@ -130,6 +130,9 @@ def test_the_replay_is_in_the_checkpoint(tmp_path):
     for mine, theirs in zip(learner.kept, again.kept):
         assert all(np.array_equal(x, y) for x, y in zip(mine, theirs))
     assert not any(k.startswith("replay/") for k in _learner(tmp_path).checkpoint()[0])
+    tensors["replay/targets"] = tensors["replay/targets"][:-1]  # a damaged file
+    with pytest.raises(ValueError, match="the replay's observations, candidates and targets"):
+        again.load_checkpoint(tensors, {**run, "step": learner.steps})
 
 
 def test_learner_playouts_are_the_network_of_the_update_start(tmp_path):

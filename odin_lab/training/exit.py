@@ -245,7 +245,12 @@ class ExItLearner(DMCLearner):
                 np.array(tensors["replay/actions"]),
                 np.array(tensors["replay/targets"]),
             )
-            for k, obs in enumerate(np.array(tensors["replay/obs"])):
+            observations = np.array(tensors["replay/obs"])
+            if not (
+                len(observations) == len(sizes) and sizes.sum() == len(actions) == len(targets)
+            ):
+                raise ValueError("the replay's observations, candidates and targets disagree")
+            for k, obs in enumerate(observations):
                 span = slice(ends[k] - sizes[k], ends[k])
                 self.kept.append((obs, actions[span], targets[span]))
 
