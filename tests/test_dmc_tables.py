@@ -56,6 +56,31 @@ def test_the_sizes_take_one_update_each_in_turn_and_the_model_plays_every_size()
     assert _learner().info()["players"] == 4
 
 
+@pytest.mark.parametrize(
+    ("colours", "expected"), [(None, {2: 4, 4: 6, 6: 6}), (5, {2: 5, 4: 5, 3: 5})]
+)
+def test_each_table_deals_r3s_colours_unless_the_run_chose_its_own(colours, expected):
+    """R3: 4 colours at 2 players, else 6. A run at its size's default plays every other size at
+    that size's default (once the 2-player tables were dealt 6 colours, a game nobody plays); a
+    run that chose its colours plays them at every size."""
+    config = make_config("dmc", game=Config(players=4, colours=colours), net=[32, 16],
+                         selfplay_batch=8, other_tables=sorted(set(expected) - {4}))  # fmt: skip
+    config.check()
+    learner = DMCLearner(config)
+    learner.start()
+    for collector in learner.collectors:
+        game = collector.games.config
+        assert game.colours == expected[game.players], game
+        hands = collector.games.obs[:, LAYOUT["hand"][0]].reshape(8, 6, 9)
+        held = hands.any(axis=(0, 2))  # the colours some hand holds
+        assert held[: game.colours].all() and not held[game.colours :].any()
+
+
+def test_a_table_its_colours_cannot_deal_is_refused_naming_the_setting():
+    with pytest.raises(ValueError, match=re.escape("got 5 (other_tables 6); or leave colours")):
+        make_config("dmc", game=Config(players=4, colours=5), other_tables=[6]).check()
+
+
 def test_the_first_size_keeps_the_seeds_of_a_one_size_run():
     one, mixed = _learner(), _learner(other_tables=[3])
     one.train_step()

@@ -31,7 +31,7 @@ from agents.dmc import DMCAgent, dmc_info, read_dmc_model
 from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
-from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS
+from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import DMCCollector, Finished
@@ -175,6 +175,18 @@ def check_tables(tables: object, run: TrainConfig) -> None:
             f"seat {run.seat} does not exist at a table of {min(tables)} (other_tables); "
             "leave seat unset or choose a lower one"
         )
+    for players in tables:
+        try:
+            table_game(run.game, players)
+        except ValueError as error:
+            raise ValueError(f"{error} (other_tables {players}); or leave colours unset") from None
+
+
+def table_game(game: Config, players: int) -> Config:
+    """The run's game at a table of ``players``: R3's colours for that size (4 at 2 players,
+    else 6) when the run's game has its own size's, else the run's colours."""
+    own_default = replace(game, colours=None).colours == game.colours
+    return replace(game, players=players, colours=None if own_default else game.colours)
 
 
 def table_sizes(other_tables: list[int], run: TrainConfig) -> list[int]:
@@ -260,7 +272,7 @@ class DMCLearner:
                 seed = spawn_seed(config.seed, POOL_STREAM, *key)
                 pool = OpponentPool(config.opponents, players, config.seat, seed)
                 self.pools.append(pool)
-            game = replace(config.game, players=players)
+            game = table_game(config.game, players)
             games = BatchedGames(
                 game, config.selfplay_batch, seed=spawn_seed(config.seed, GAMES_STREAM, *key)
             )
@@ -415,5 +427,5 @@ class DMCLearner:
 
 __all__ = [
     "DMCConfig", "DMCLearner", "QNetwork", "QNetworkSettings", "check_finite",
-    "check_positive_ints", "check_tables", "table_sizes",
+    "check_positive_ints", "check_tables", "table_game", "table_sizes",
 ]  # fmt: skip
