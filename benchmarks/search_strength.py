@@ -8,8 +8,9 @@ writes them to ``--out`` as CSV and JSON with a plot of win share against median
 
     python benchmarks/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
 
-Each deal is played from every seat; deals are shared among ``--workers`` processes, and the
-games do not depend on the worker count (each game seeds the agents from the deal).
+Each deal is played from every seat; deals go to ``--workers`` processes in parts of
+:data:`PART` deals (a progress bar counts them), and the games do not depend on the worker count
+or the parts (each game seeds the agents from the deal).
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from agents.registry import check_spec, make
 from odin_env.rules import Config
 from odin_lab.evaluation.stats import wilson
 from odin_lab.evaluation.tournament import play_deals
+
+PART = 5  # deals a worker plays before it reports: a search game takes seconds
 
 
 class _Timed:
@@ -59,12 +63,14 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
             workers: int, start: int = 0) -> dict:  # fmt: skip
     """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
     shared), interval, penalty and timings."""
-    size = -(-deals // workers)
     stop = start + deals
-    parts = [range(lo, min(lo + size, stop)) for lo in range(start, stop, size)]
+    parts = [range(lo, min(lo + PART, stop)) for lo in range(start, stop, PART)]
     jobs = [(spec, opponent, players, threshold, part, seed) for part in parts]
-    with ProcessPoolExecutor(workers) as pool:
-        results = list(pool.map(_part, jobs))
+    results = []
+    with ProcessPoolExecutor(workers) as pool, tqdm(total=deals, unit="deal", desc=spec) as bar:
+        for result in pool.map(_part, jobs):
+            results.append(result)
+            bar.update(len(result[0]) // players)
     records = [r for part, _ in results for r in part]
     times = np.array([t for _, part in results for t in part]) * 1000.0
     wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
