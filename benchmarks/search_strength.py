@@ -68,9 +68,9 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     jobs = [(spec, opponent, players, threshold, part, seed) for part in parts]
     results = []
     with ProcessPoolExecutor(workers) as pool, tqdm(total=deals, unit="deal", desc=spec) as bar:
-        for result in pool.map(_part, jobs):
+        for part, result in zip(parts, pool.map(_part, jobs)):
             results.append(result)
-            bar.update(len(result[0]) // players)
+            bar.update(len(part))
     records = [r for part, _ in results for r in part]
     times = np.array([t for _, part in results for t in part]) * 1000.0
     wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
