@@ -144,6 +144,16 @@ def score_candidates(
                 _SPARE.append(engines)
 
 
+def top_actions(values: np.ndarray, action_mask: np.ndarray, top: int) -> np.ndarray:
+    """``action_mask`` cut to its ``top`` legal actions of highest ``values`` (one value per
+    action; ties: the lower action): the candidates a search with a prior scores."""
+    candidates = legal_actions(action_mask)
+    kept = candidates[np.argsort(-values[candidates], kind="stable")[:top]]
+    shortlist = np.zeros_like(action_mask)
+    shortlist[kept] = 1
+    return shortlist
+
+
 _SPARE: list[dict] = []
 _SPARE_LOCK = threading.Lock()
 _SPARE_SETS, _SHARED_ENGINES = 3, 12
@@ -281,11 +291,8 @@ class SearchAgent:
         else as it is, a Goat game's too (the lab's networks were trained without the Goat)."""
         if self.prior is None or candidates.size <= self.top or is_goat_game(action_mask):
             return action_mask
-        values = self.prior.values(observation[None], action_mask[None])[0][candidates]
-        kept = candidates[np.argsort(-values, kind="stable")[: self.top]]
-        shortlist = np.zeros_like(action_mask)
-        shortlist[kept] = 1
-        return shortlist
+        values = self.prior.values(observation[None], action_mask[None])[0]
+        return top_actions(values, action_mask, self.top)
 
     def _sample(self, game: Game, unseen: np.ndarray, needs: list[int], worlds: int) -> np.ndarray:
         """``worlds`` layouts: uniform (:func:`_sample_hands`), or with ``model`` drawn from
@@ -410,4 +417,6 @@ def _sample_hands(
     return hands
 
 
-__all__ = ["ROLLOUTS", "TOP", "Scores", "SearchAgent", "score_candidates", "win_chance"]
+__all__ = [
+    "ROLLOUTS", "TOP", "Scores", "SearchAgent", "score_candidates", "top_actions", "win_chance",
+]  # fmt: skip

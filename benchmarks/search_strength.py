@@ -10,7 +10,9 @@ writes them to ``--out`` as CSV and JSON with a plot of win share against median
 
 Each deal is played from every seat; deals go to ``--workers`` processes in parts of
 :data:`PART` deals (a progress bar counts them), and the games do not depend on the worker count
-or the parts (each game seeds the agents from the deal).
+or the parts (each game seeds the agents from the deal). Each finished part is written at once
+to ``--out``/parts/ (games and decision times); ``--resume`` plays only the parts not there, so
+a stopped run (Ctrl-C, ``kill -9``, a crash) loses at most the parts it was playing.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from agents.files import write_atomic
 from agents.registry import check_spec, make
 from odin_env.rules import Config
 from odin_lab.evaluation.stats import wilson
-from odin_lab.evaluation.tournament import play_deals
+from odin_lab.evaluation.tournament import GameRecord, play_deals
 
 PART = 5  # deals a worker plays before it reports: a search game takes seconds
+MAX_PART_BYTES = 64 << 20  # a part file read back by --resume (5 deals take about 100 KB)
 
 
 class _Timed:
@@ -59,18 +63,56 @@ def _part(args: tuple) -> tuple[list, list[float]]:
     return records, searcher.times
 
 
+def _part_path(out: Path, spec: str, part: range) -> Path:
+    return out / "parts" / spec.replace(":", "_") / f"deals-{part.start}-{part.stop - 1}.json"
+
+
+def _read_part(path: Path, settings: dict, games: int) -> tuple[list, list[float]] | None:
+    """A finished part's games and decision times (seconds), or ``None`` if it is not there;
+    ``ValueError`` (one line naming the file) if it is not this run's part."""
+    if not path.is_file():
+        return None
+    problem = f"{path}: not a part of this run; start afresh without --resume or with another --out"
+    if path.stat().st_size > MAX_PART_BYTES:
+        raise ValueError(f"{problem} (over {MAX_PART_BYTES:,} bytes)")
+    try:
+        data = json.loads(path.read_text())
+        if data["settings"] != settings or len(data["records"]) != games:
+            raise ValueError("other settings")
+        return [GameRecord.from_dict(r) for r in data["records"]], [float(t) for t in data["times"]]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{problem} ({str(error)[:80]})") from None
+
+
 def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
-            workers: int, start: int = 0) -> dict:  # fmt: skip
+            workers: int, start: int = 0, out: Path | None = None,
+            resume: bool = False) -> dict:  # fmt: skip
     """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
-    shared), interval, penalty and timings."""
+    shared), interval, penalty and timings. ``out``: each finished part is written there
+    (atomically); ``resume``: the parts found there are read, not played."""
     stop = start + deals
     parts = [range(lo, min(lo + PART, stop)) for lo in range(start, stop, PART)]
-    jobs = [(spec, opponent, players, threshold, part, seed) for part in parts]
-    results = []
+    settings = {"agent": spec, "opponent": opponent, "players": players, "threshold": threshold,
+                "seed": seed}  # fmt: skip
+    found = {}
+    if resume and out is not None:
+        for part in parts:
+            kept = _read_part(_part_path(out, spec, part), settings, len(part) * players)
+            if kept is not None:
+                found[part] = kept
+    todo = [part for part in parts if part not in found]
+    jobs = [(spec, opponent, players, threshold, part, seed) for part in todo]
     with ProcessPoolExecutor(workers) as pool, tqdm(total=deals, unit="deal", desc=spec) as bar:
-        for part, result in zip(parts, pool.map(_part, jobs)):
-            results.append(result)
+        bar.update(sum(len(part) for part in found))
+        for part, result in zip(todo, pool.map(_part, jobs)):
+            found[part] = result
+            if out is not None:
+                records, times = result
+                payload = {"settings": settings, "records": [r.to_dict() for r in records],
+                           "times": times}  # fmt: skip
+                write_atomic(_part_path(out, spec, part), json.dumps(payload).encode())
             bar.update(len(part))
+    results = [found[part] for part in parts]
     records = [r for part, _ in results for r in part]
     times = np.array([t for _, part in results for t in part]) * 1000.0
     wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
@@ -98,6 +140,9 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("results/search_strength"))
     p.add_argument("--json", type=Path, help="also write the figures to this file")
+    p.add_argument(
+        "--resume", action="store_true", help="read the parts a stopped run left; play the rest"
+    )
     args = p.parse_args()
     for spec in [f"search:{b}" for b in args.budgets] + [args.opponent]:
         try:
@@ -111,8 +156,12 @@ def main() -> None:
         f"seats, seed {args.seed}"
     )
     for budget in args.budgets:
-        row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
-                      args.deals, args.seed, args.workers, args.start)  # fmt: skip
+        try:
+            row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
+                          args.deals, args.seed, args.workers, args.start, args.out,
+                          args.resume)  # fmt: skip
+        except ValueError as error:
+            p.exit(2, f"{p.prog}: error: {error}\n")
         rows.append(row)
         print(
             f"search:{budget:<7} {100 * row['win_share']:5.1f}% [{100 * row['ci_low']:.1f}, "

@@ -77,6 +77,32 @@ def test_every_candidate_is_labelled_with_minus_the_searchs_mean_penalty(tmp_pat
     assert len(learner.labels) == 2  # a decision without a choice is not labelled
 
 
+def test_with_top_only_the_networks_shortlist_is_searched_and_labelled(tmp_path):
+    learner = _learner(tmp_path, seed=7, top=2)
+    obs, mask = _positions(40)
+    many = np.flatnonzero(mask.sum(axis=1) > 2)[:3]
+    assert many.size == 3
+    chosen = learner.expert(obs[many], mask[many])
+    values = learner.prior.values(obs[many], mask[many])
+    assert np.array_equal(
+        values, DMCAgent(learner.state(), learner.info()).values(obs[many], mask[many])
+    )
+    seeds = np.random.default_rng(spawn_seed(7, GAMES_STREAM, 0, LABELS))
+    for k, (_, actions, targets) in enumerate(learner.labels):
+        legal = np.flatnonzero(mask[many[k]])
+        best_two = legal[np.argsort(-values[k][legal], kind="stable")[:2]]
+        assert np.array_equal(actions, np.sort(best_two))  # the network's two, not every legal
+        shortlist = np.zeros_like(mask[many[k]])
+        shortlist[best_two] = 1
+        scores = score_candidates(
+            obs[many[k]], shortlist, rollouts=16, seed=int(seeds.integers(2**63))
+        )
+        assert np.allclose(targets, -scores.penalty) and chosen[k] == scores.best
+    before = [v.copy() for v in learner.state().values()]
+    learner.train_step()  # the shortlist follows the network: renewed with each update
+    assert any(not np.array_equal(a, b) for a, b in zip(before, learner.prior.arrays.values()))
+
+
 def test_the_fit_moves_the_network_onto_the_labels(tmp_path):
     learner = _learner(tmp_path)
     obs, mask = _positions(24)
@@ -168,6 +194,7 @@ def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
         ({"decisions_per_update": 0}, "decisions_per_update must be a positive integer"),
         ({"replay": -1}, "replay must be an integer 0-1,000,000"),
         ({"replay": 2.5}, "replay must be an integer 0-1,000,000"),
+        ({"top": -1}, "top must be an integer 0-3,634"),
         ({"game": Config(reward="win")}, "exit needs reward penalty"),
     ],
 )

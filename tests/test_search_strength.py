@@ -1,9 +1,12 @@
 """``benchmarks/search_strength.py``: the search's games are the same whatever the worker count
-and however the deals are cut into parts, and the parts make the whole tournament."""
+and however the deals are cut into parts, the parts make the whole tournament, and a stopped run
+resumes from the parts it wrote."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,3 +33,44 @@ def test_the_games_do_not_depend_on_workers_or_parts(monkeypatch):
     assert 0 <= one["ci_low"] <= one["win_share"] <= one["ci_high"] <= 1
     assert figures(monkeypatch, workers=2, part=2) == one
     assert figures(monkeypatch, workers=1, part=1) == one
+
+
+def test_a_stopped_run_resumes_from_the_parts_it_finished(monkeypatch, tmp_path):
+    monkeypatch.setattr(search_strength, "PART", 2)
+    run = dict(spec="search:4", opponent="greedy", players=3, threshold=15, deals=5, seed=7,
+               workers=1, out=tmp_path)  # fmt: skip
+    whole = search_strength.measure(**run)
+    folder = tmp_path / "parts" / "search_4"
+    names = ["deals-0-1.json", "deals-2-3.json", "deals-4-4.json"]
+    assert sorted(f.name for f in folder.iterdir()) == names  # each part as it finished
+    (folder / names[1]).unlink()  # the part a killed run was playing
+    again = search_strength.measure(**run, resume=True)
+    assert (folder / names[1]).is_file()
+    assert {k: v for k, v in again.items() if k not in TIMINGS} == {
+        k: v for k, v in whole.items() if k not in TIMINGS
+    }
+    # A finished part is read, not played again: its games as the file has them count.
+    first = json.loads((folder / names[0]).read_text())
+    for record in first["records"]:
+        record["winners"] = [record["agents"].index(0)]  # the searcher wins all of them
+    (folder / names[0]).write_text(json.dumps(first))
+    read = search_strength.measure(**run, resume=True)
+    won = sum(0 not in [r["agents"][w] for w in r["winners"]] for r in first["records"])
+    assert won == 0 and read["win_share"] > whole["win_share"]
+
+
+def test_a_part_of_another_run_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "parts" / "search_4").mkdir(parents=True)
+    part = tmp_path / "parts" / "search_4" / "deals-0-0.json"
+    part.write_text(json.dumps({"settings": {"seed": 1}, "records": [], "times": []}))
+    before = part.read_bytes()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
+         "--opponent", "greedy", "--players", "3", "--deals", "1", "--seed", "7", "--workers",
+         "1", "--out", str(tmp_path), "--resume"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2
+    line = done.stderr.strip().splitlines()[-1]
+    assert str(part) in line and "not a part of this run" in line and "--resume" in line
+    assert part.read_bytes() == before and sorted(tmp_path.iterdir()) == [tmp_path / "parts"]

@@ -7,11 +7,14 @@ The network is deep Monte Carlo's (:class:`odin_lab.training.dmc.QNetwork`, play
 learner's seats play and what the network is fitted to. At each of the learner's decisions with a
 choice, the search (:func:`agents.search.score_candidates`, from the observation alone, with
 ``rollouts`` playouts) scores every legal action: its mean penalty for the hand over the same
-sampled layouts. The seat plays the search's choice (or, with chance ``epsilon``, a uniformly
-random legal action), and each update regresses ``Q(o, a)`` of *every* candidate onto minus its
-mean penalty: soft targets, in the units of DMC's hand returns (so a DMC model is a warm start,
-``--init``). The playouts are played by ``playout``: a batched heuristic, or ``learner``, the
-network as it was at the start of the update (the expert improves with its apprentice).
+sampled layouts; with ``top``, only the ``top`` candidates the network values most at the start
+of the update are searched and labelled (as ``search:N:net`` searches its prior's shortlist), so
+each gets more of the playouts. The seat plays the search's choice (or, with chance
+``epsilon``, a uniformly random legal action), and each update regresses ``Q(o, a)`` of every
+searched candidate onto minus its mean penalty: soft targets, in the units of DMC's hand returns
+(so a DMC model is a warm start, ``--init``). The playouts are played by ``playout``: a batched
+heuristic, or ``learner``, the network as it was at the start of the update (the expert improves
+with its apprentice).
 
 A label costs a search, so with ``replay`` the latest labelled decisions are kept and each
 update fits minibatches drawn from all of them (Anthony et al. retrain on the data set so far):
@@ -33,8 +36,9 @@ import torch as th
 from agents.dmc import DMCAgent
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS
-from agents.search import score_candidates
+from agents.search import score_candidates, top_actions
 from odin_env.seeding import spawn_seed
+from odin_env.spec import NUM_ACTIONS
 from odin_lab.training.config import TrainConfig, check_count
 from odin_lab.training.dmc import (
     DMCLearner,
@@ -73,6 +77,9 @@ class ExItConfig(QNetworkSettings):
     """Who plays the search's playouts: a batched heuristic, or learner (the network)."""
     epsilon: float = 0.0
     """Chance that a learner decision is a uniformly random legal action (not labelled)."""
+    top: int = 0
+    """Candidates searched and labelled at a decision: the network's ``top`` highest valued
+    (0: every legal action). The rollouts are shared among these only."""
     replay: int = 0
     """Labelled decisions kept for the fit, the latest (0: an update fits its own only). Each
     update then draws as many minibatches as epochs passes over its own labels would take,
@@ -88,6 +95,7 @@ class ExItConfig(QNetworkSettings):
         check_positive_ints(self, ("decisions_per_update",))
         check_count("rollouts", self.rollouts, 1, SEARCH_MAX_ROLLOUTS)  # search:N's limit
         check_count("replay", self.replay, 0, MAX_REPLAY)
+        check_count("top", self.top, 0, NUM_ACTIONS)
         check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
         playouts = [*HEURISTICS, LEARNER_PLAYOUT]
         if self.playout not in playouts:
@@ -121,24 +129,37 @@ class ExItLearner(DMCLearner):
         self._renew_playout()
 
     def _renew_playout(self) -> None:
-        playout = self.settings.playout
-        self.playout = (
-            DMCAgent(self.state(), self.info()) if playout == LEARNER_PLAYOUT else playout
+        settings = self.settings
+        network = (
+            DMCAgent(self.state(), self.info())
+            if settings.playout == LEARNER_PLAYOUT or settings.top
+            else None
         )
+        self.playout = network if settings.playout == LEARNER_PLAYOUT else settings.playout
+        self.prior = network if settings.top else None
 
     def chooser(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         return self.expert
 
     def expert(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The search's choice for each row; every row with a choice is labelled."""
+        """The search's choice for each row; every row with a choice is labelled (its
+        shortlist's candidates, with ``top``)."""
         out = np.empty(len(obs), dtype=np.int64)
+        choice = np.flatnonzero(mask.sum(axis=1) > 1)
+        values = None
+        if self.prior is not None and choice.size:
+            values = np.full(mask.shape, -np.inf, dtype=np.float32)
+            values[choice] = self.prior.values(obs[choice], mask[choice])
         for k in range(len(obs)):
             legal = np.flatnonzero(mask[k])
             if legal.size == 1:
                 out[k] = legal[0]
                 continue
+            searched = (
+                mask[k] if values is None else top_actions(values[k], mask[k], self.settings.top)
+            )
             scores = score_candidates(
-                obs[k], mask[k], rollouts=self.settings.rollouts,
+                obs[k], searched, rollouts=self.settings.rollouts,
                 seed=int(self.seeds.integers(2**63)), policy=self.playout,
             )  # fmt: skip
             targets = -scores.penalty.astype(np.float32)
