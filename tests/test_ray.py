@@ -6,7 +6,6 @@ resumes and is reproducible. Without Ray, ``--ray`` is one line saying how to in
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import signal
@@ -23,6 +22,7 @@ import ray
 
 from odin_env.rules import Config
 from odin_lab.commands import evaluate, train
+from odin_lab.evaluation import distributed
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training import TrainConfig, make_config
 from odin_lab.training.collector import Rollout, gae
@@ -34,9 +34,91 @@ pytestmark = pytest.mark.xdist_group("ray")
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
+    distributed.connect("local", 2)
     yield
     ray.shutdown()
+
+
+def test_a_local_ray_that_missed_its_start_up_wait_is_started_once_more(monkeypatch):
+    calls = []
+
+    def init(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1 or kwargs.get("num_cpus") == 3:
+            raise Exception("The current node timed out during startup. This could happen ...")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    assert distributed.connect("local", 2) == 2
+    assert [c if c == "shutdown" else c["num_cpus"] for c in calls] == [2, "shutdown", 2]
+    calls.clear()
+    with pytest.raises(Exception, match="timed out during startup"):
+        distributed.connect("local", 3)  # missed twice: Ray's own error
+    assert len(calls) == 3
+
+    def refused(**kwargs):
+        calls.append(kwargs)
+        raise RuntimeError("something else")
+
+    calls.clear()
+    monkeypatch.setattr(ray, "init", refused)
+    with pytest.raises(RuntimeError, match="something else"):
+        distributed.connect("local", 2)  # not tried again
+    assert len(calls) == 1
+
+
+def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group: the CLI, its local Ray
+    and Ray's workers) once the progress bar shows games done: exit 130, one line saying how to
+    resume, and the partial file holds whole deals, in order, the games a local run plays.
+    In a process of its own: a signal inside the pytest worker that Ray's threads share once
+    ended that worker. First in the module, before the module's cluster starts: its Ray then
+    starts alone (with the module's cluster up, under load, its node once missed Ray's fixed
+    30 s start-up wait)."""
+    specs, games = ["greedy", "shaper", "greedy", "shaper"], 1280
+    common = ["tournament", "--agents", *specs, "--engine", "single", "--seed", "9"]
+    part = tmp_path / "part"
+    proc = subprocess.Popen(
+        [sys.executable, "evaluate.py", *common, "--games", str(games), "--ray", "--workers", "2",
+         "--out", str(part)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        shown = ""
+        # Read the bar as it is drawn. It counts games as they arrive, in any order; the file
+        # keeps the deals finished in order. Chunks are 8 deals (32 games) and at most 6 are in
+        # flight or waiting for an earlier one, so past 192 games the first chunk is kept.
+        while True:
+            char = proc.stderr.read(1)
+            if not char:
+                pytest.fail(f"the tournament ended before Ctrl-C: {shown[-300:]!r}")
+            shown += char
+            counts = [int(n) for n in re.findall(rf"(\d+)/{games}", shown)]
+            if counts and 6 * 32 < counts[-1] < games * 3 // 4:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err and "--resume" in err
+    saved = json.loads((part / "tournament.json").read_text())
+    records = saved["game_records"]
+    assert saved["partial"] is True and 0 < len(records) < games and len(records) % 4 == 0
+    # Game (d, r) does not depend on the tournament's size: the local games of the first deals.
+    whole = tmp_path / "whole"
+    done = subprocess.run(
+        [sys.executable, "evaluate.py", *common, "--games", str(len(records)), "--out",
+         str(whole), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert records == json.loads((whole / "tournament.json").read_text())["game_records"]
 
 
 def cli_files(tmp_path: Path, name: str, args: list[str], files: list[str]) -> dict[str, bytes]:
@@ -106,56 +188,6 @@ def test_a_worker_killed_mid_tournament_has_its_chunk_played_again(cluster):
         killer.join()
     assert len(killed) == 1  # one worker died in the middle of a task
     assert on_ray == local
-
-
-def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
-    """Ctrl-C as a terminal sends it (SIGINT to the whole process group: the CLI, its local Ray
-    and Ray's workers) once the progress bar shows games done: exit 130, one line saying how to
-    resume, and the partial file holds whole deals, in order, the games a local run plays.
-    In a process of its own: a signal inside the pytest worker that Ray's threads share once
-    ended that worker."""
-    specs, games = ["greedy", "shaper", "greedy", "shaper"], 1280
-    common = ["tournament", "--agents", *specs, "--engine", "single", "--seed", "9"]
-    part = tmp_path / "part"
-    proc = subprocess.Popen(
-        [sys.executable, "evaluate.py", *common, "--games", str(games), "--ray", "--workers", "2",
-         "--out", str(part)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        shown = ""
-        # Read the bar as it is drawn. It counts games as they arrive, in any order; the file
-        # keeps the deals finished in order. Chunks are 8 deals (32 games) and at most 6 are in
-        # flight or waiting for an earlier one, so past 192 games the first chunk is kept.
-        while True:
-            char = proc.stderr.read(1)
-            if not char:
-                pytest.fail(f"the tournament ended before Ctrl-C: {shown[-300:]!r}")
-            shown += char
-            counts = [int(n) for n in re.findall(rf"(\d+)/{games}", shown)]
-            if counts and 6 * 32 < counts[-1] < games * 3 // 4:
-                break
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "interrupted" in err and "--resume" in err
-    saved = json.loads((part / "tournament.json").read_text())
-    records = saved["game_records"]
-    assert saved["partial"] is True and 0 < len(records) < games and len(records) % 4 == 0
-    # Game (d, r) does not depend on the tournament's size: the local games of the first deals.
-    whole = tmp_path / "whole"
-    done = subprocess.run(
-        [sys.executable, "evaluate.py", *common, "--games", str(len(records)), "--out",
-         str(whole), "--no-progress"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert records == json.loads((whole / "tournament.json").read_text())["game_records"]
 
 
 def _train_config(runs: Path, name: str, total: int) -> TrainConfig:

@@ -26,6 +26,12 @@ LOCAL = "local"
 INSTALL = "pip install -e '.[ray]'"
 RETRIES = 3
 """Times a task is re-run when the worker running it dies (Ray's ``max_retries``)."""
+LOCAL_STARTS = 2
+"""Times a local instance is started before its failure is raised: Ray waits a fixed 30 s for
+its node to register, which a busy machine can miss (measured: 43 s, then 36 s on the second
+start, with both of a 2-core machine's cores busy)."""
+SLOW_START = "timed out during startup"
+"""Ray's words (a bare ``Exception``) when its node missed that wait."""
 
 
 def require_ray() -> None:
@@ -45,7 +51,8 @@ def connect(address: str | None = LOCAL, cpus: int | None = None) -> int:
     """Connect this process to Ray at ``address`` (see the module docstring); return the CPUs of
     the cluster. ``cpus``: the CPUs of a local instance (``None``: all of this machine's); a
     cluster has its own. A process already connected stays on its cluster, whatever
-    ``address`` says (so a study's many tournaments share one local instance).
+    ``address`` says (so a study's many tournaments share one local instance). A local
+    instance whose node missed Ray's start-up wait is started again (:data:`LOCAL_STARTS`).
     ``ValueError`` when Ray is missing or ``cpus`` is not a positive integer."""
     require_ray()
     import ray
@@ -56,7 +63,14 @@ def connect(address: str | None = LOCAL, cpus: int | None = None) -> int:
         # Quiet: Ray's start-up chatter is not the job's output; its errors still show.
         quiet = {"logging_level": logging.ERROR, "include_dashboard": False}
         if is_local(address):
-            ray.init(address=LOCAL, num_cpus=cpus, **quiet)
+            for start in range(1, LOCAL_STARTS + 1):
+                try:
+                    ray.init(address=LOCAL, num_cpus=cpus, **quiet)
+                    break
+                except Exception as error:
+                    if SLOW_START not in str(error) or start == LOCAL_STARTS:
+                        raise
+                    ray.shutdown()  # the processes of the start that missed the wait
         else:
             _check_reachable(address)
             try:
