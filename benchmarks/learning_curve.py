@@ -35,6 +35,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import sys
 import time
 import typing
@@ -292,6 +293,9 @@ def main(argv: list[str] | None = None) -> None:
     parity = 1 / players
     report = {
         "benchmark": "learning_curve",
+        "command": shlex.join(
+            ["python", "benchmarks/learning_curve.py", *(sys.argv[1:] if argv is None else argv)]
+        ),
         "settings": {
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "config"
         },  # the run's settings are the facts' train_config
