@@ -13,7 +13,9 @@ one too); ``search``
 or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
 ``search:Nms:model``) weights the sampled layouts by the other seats' observed passes
 (:mod:`agents.table_model`); ``:net`` (``search:net``, ``search:N:net``, ``search:N:model:net``)
-searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most.
+searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most;
+``:netplay`` has that network play every seat of every playout instead of ``planner`` (the table
+modelled as the network), ``:netself`` only the searcher's own seat (one network does all three).
 Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
 but ``search``; :func:`has_batch_form` says which.
 
@@ -98,9 +100,11 @@ def spec_help() -> str:
         "(such a player's file, data), "
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
-        f"(1-{SEARCH_MAX_MS:,} ms), each optionally with :model (layouts weighted by the other "
-        f"seats' observed passes) and/or :net (only the {TOP} candidates the bundled {DMC} network "
-        f"values most are searched); or your own agent, {FORMS}, or a name an installed package "
+        f"(1-{SEARCH_MAX_MS:,} ms), each optionally with any of :model (layouts weighted by the "
+        f"other seats' observed passes), :net (only the {TOP} candidates the bundled {DMC} "
+        f"network values most are searched), :netplay (that network plays every seat of the "
+        f"playouts), :netself (it plays the searcher's own seat); or your own agent, {FORMS}, "
+        "or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
         "choice (docs/own-agent.md)"
     )
@@ -133,9 +137,11 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-SEARCH_OPTIONS = ("model", "net")
+SEARCH_OPTIONS = ("model", "net", "netplay", "netself")
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
-seats' observed passes) and ``net`` (the bundled network shortlists the candidates)."""
+seats' observed passes), ``net`` (the bundled network shortlists the candidates), ``netplay``
+(the bundled network plays every seat of the playouts) and ``netself`` (it plays the searcher's
+own seat of the playouts)."""
 
 
 def _search_budget(text: str) -> dict[str, int | bool]:
@@ -178,8 +184,15 @@ def make(spec: str, seed: int | None = None) -> Agent:
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
         keywords = _search_budget(path) if path else {}
-        if keywords.pop("net", False):
-            keywords["prior"] = DMCAgent.load(BUNDLED_DMC)
+        shortlist, playouts = keywords.pop("net", False), keywords.pop("netplay", False)
+        own = keywords.pop("netself", False)
+        if shortlist or playouts or own:
+            network = DMCAgent.load(BUNDLED_DMC)  # one network does all it is asked
+            keywords.update(prior=network if shortlist else None)
+            if playouts:
+                keywords["policy"] = network
+            if own:
+                keywords["own"] = network
         return SearchAgent(seed, **keywords)
     if name in HEURISTICS and not path:
         return HEURISTICS[name](seed=seed)

@@ -17,6 +17,11 @@ With a ``prior`` (a network that values each legal action: ``search:N:net`` play
 ``dmc``), a decision with more than :data:`TOP` legal actions searches only the :data:`TOP` the
 prior values most, so the same playouts are shared among fewer, likelier candidates.
 
+The playout policy may be any batched player (``policy``; ``search:N:netplay``: the bundled
+``dmc`` in every seat, the table modelled as that network), and the searcher's own seat may be
+played by another (``own``; ``search:N:netself``: the network plays the searcher's future turns,
+``policy`` the other seats').
+
 The outcome of one playout is the observer's win chance once the hand is scored: exact when the
 hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
 (:func:`win_chance`).
@@ -164,7 +169,8 @@ class SearchAgent:
     """Determinized search; see the module docstring. ``rollouts``: playouts per decision;
     ``ms``: a time budget per decision instead (``None``: use ``rollouts``); ``policy``: the
     playout policy, a key of ``HEURISTICS`` or a batched agent (``act_batch``; a network,
-    say). ``model``: weight the sampled layouts by how
+    say); ``own``: the same kinds, for the searcher's own seat of the playouts only (``None``:
+    ``policy`` there too). ``model``: weight the sampled layouts by how
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
     :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option.
@@ -184,6 +190,7 @@ class SearchAgent:
         model: bool = False,
         prior: Any = None,
         top: int = TOP,
+        own: Any = None,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -192,14 +199,8 @@ class SearchAgent:
             raise ValueError(f"ms must be a number of milliseconds > 0 or None; got {ms!r}")
         self.rollouts, self.min_worlds, self.ms, self.top = rollouts, min_worlds, ms, top
         self.rng = np.random.default_rng(seed)
-        if callable(getattr(policy, "act_batch", None)):
-            self.policy = policy  # a batched player (a network, say), used as it is
-        elif isinstance(policy, str) and policy in HEURISTICS:
-            self.policy = HEURISTICS[policy]()
-        else:
-            raise ValueError(
-                f"policy must be one of {', '.join(HEURISTICS)} or a batched agent; got {policy!r}"
-            )
+        self.policy = _playout_policy("policy", policy)
+        self.own = None if own is None else _playout_policy("own", own)
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
         self.table = TableModel() if model else None
@@ -331,7 +332,13 @@ class SearchAgent:
             rows = np.flatnonzero(~engine.held)
             if rows.size == 0:
                 break
-            actions[rows] = self.policy.act_batch(engine.obs[rows], engine.mask[rows])
+            if self.own is None:
+                actions[rows] = self.policy.act_batch(engine.obs[rows], engine.mask[rows])
+            else:
+                mine = engine.seat[rows] == 0
+                for player, part in ((self.own, rows[mine]), (self.policy, rows[~mine])):
+                    if part.size:
+                        actions[part] = player.act_batch(engine.obs[part], engine.mask[part])
             engine.step(actions)
         outcome = win_chance(totals + final, config.threshold)[:, 0]
         penalty = final[:, 0].astype(np.float64)
@@ -339,6 +346,18 @@ class SearchAgent:
             outcome.reshape(worlds, count).mean(axis=0),
             penalty.reshape(worlds, count).mean(axis=0),
         )
+
+
+def _playout_policy(name: str, policy: Any) -> Any:
+    """A playout policy: a batched player (``act_batch``; a network, say) as it is, or a key of
+    ``HEURISTICS`` built; ``ValueError`` naming ``name`` for anything else."""
+    if callable(getattr(policy, "act_batch", None)):
+        return policy
+    if isinstance(policy, str) and policy in HEURISTICS:
+        return HEURISTICS[policy]()
+    raise ValueError(
+        f"{name} must be one of {', '.join(HEURISTICS)} or a batched agent; got {policy!r}"
+    )
 
 
 _NO_MASK = np.zeros(NUM_ACTIONS, dtype=np.int8)

@@ -59,11 +59,15 @@ def _table_bits(game: Game) -> int:
     return COMBO_BITS[game.table]
 
 
-@pytest.mark.parametrize("players,net", [(2, False), (4, False), (5, False), (4, True)])
-def test_the_decision_depends_only_on_what_the_seat_sees(players: int, net: bool) -> None:
+@pytest.mark.parametrize(
+    "players,spec",
+    [(2, "search:48"), (4, "search:48"), (5, "search:48"), (4, "search:48:net"),
+     (4, "search:48:netplay"), (3, "search:48:net:netself")],
+)  # fmt: skip
+def test_the_decision_depends_only_on_what_the_seat_sees(players: int, spec: str) -> None:
     """Two positions that differ only in the other seats' hidden cards: same observation, same
-    action for the same seed (and the hidden cards really differ); ``net``: with the bundled
-    network's shortlist (``search:N:net``)."""
+    action for the same seed (and the hidden cards really differ); also with the bundled
+    network's shortlist (``:net``) and with it playing the playouts (``:netplay``, ``:netself``)."""
     config = Config(players=players, threshold=15)
     rng = np.random.default_rng(players)
     checked = 0
@@ -79,7 +83,7 @@ def test_the_decision_depends_only_on_what_the_seat_sees(players: int, net: bool
         assert np.array_equal(obs, observe(other, seat))
         actions = []
         for position in (game, other):
-            agent = SearchAgent(rollouts=48, prior=make("dmc") if net else None, top=3)
+            agent = make(spec)
             agent.reset(seat, seed=seed)
             actions.append(agent.act(observe(position, seat), position.legal_mask()))
         assert actions[0] == actions[1]

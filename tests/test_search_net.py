@@ -8,7 +8,7 @@ import pytest
 
 from agents.base import legal_actions
 from agents.dmc import BUNDLED_DMC, DMCAgent
-from agents.registry import check_spec, make
+from agents.registry import check_spec, make, make_batch_agent
 from agents.search import TOP, SearchAgent
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
@@ -86,3 +86,63 @@ def test_the_net_spec_and_a_bad_prior() -> None:
     for kwargs in ({"prior": "dmc"}, {"top": 0}):
         with pytest.raises(ValueError, match="must be"):
             SearchAgent(**kwargs)
+
+
+def test_netplay_has_the_bundled_network_play_the_playouts() -> None:
+    """``:netplay``: every seat of every playout is the bundled network (with ``:net`` the same
+    one shortlists), so its scores are those of a search given that network as its policy, and
+    not those of the default ``planner`` playouts on the same worlds."""
+    both = make("search:64:net:netplay", seed=0)
+    assert isinstance(both.policy, DMCAgent) and both.policy is both.prior
+    alone = make("search:64:netplay", seed=0)
+    assert isinstance(alone.policy, DMCAgent) and alone.prior is None
+    assert alone.policy.path == BUNDLED_DMC and make("search:64", seed=0).prior is None
+    config = Config(players=4)
+    game = _wide(config, 4)
+    obs, mask = observe(game, game.current), game.legal_mask()
+    by_spec = make("search:64:netplay", seed=9).evaluate(obs, mask)
+    network = DMCAgent.load(BUNDLED_DMC)
+    by_hand = SearchAgent(seed=9, rollouts=64, policy=network).evaluate(obs, mask)
+    planner = make("search:64", seed=9).evaluate(obs, mask)
+    np.testing.assert_array_equal(by_spec.win, by_hand.win)
+    assert not np.array_equal(by_spec.win, planner.win)
+    for bad in ("search:netplay:netplay", "search:64:net:netplays"):
+        with pytest.raises(ValueError, match="bad search spec .*:netplay"):
+            check_spec(bad)
+
+
+class Counted:
+    """A batched playout policy (``planner`` or ``greedy``) that counts the rows it was asked."""
+
+    def __init__(self, name: str):
+        self.player, self.rows = make_batch_agent(name, seed=0), 0
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        self.rows += len(masks)
+        return self.player.act_batch(observations, masks)
+
+
+def test_own_plays_the_searchers_seat_and_policy_the_others() -> None:
+    """``own`` plays only the searcher's own seat of the playouts: given the playout policy it
+    changes nothing; given another player the scores change, and they differ from those of the
+    same two players the other way round; the two share the decisions, about a quarter ``own``'s
+    at four players. ``:netself`` gives the bundled network that seat."""
+    config = Config(players=4)
+    game = _wide(config, 6)
+    obs, mask = observe(game, game.current), game.legal_mask()
+
+    def scores(policy, own=None) -> np.ndarray:
+        return SearchAgent(seed=4, rollouts=64, policy=policy, own=own).evaluate(obs, mask).win
+
+    plain = scores("planner")
+    np.testing.assert_array_equal(scores("planner", own="planner"), plain)
+    mine, theirs = Counted("greedy"), Counted("planner")
+    split = scores(theirs, own=mine)
+    assert not np.array_equal(split, plain)
+    assert not np.array_equal(split, scores("greedy", own="planner"))
+    assert 0.1 < mine.rows / (mine.rows + theirs.rows) < 0.45
+    agent = make("search:64:net:netself", seed=0)
+    assert isinstance(agent.own, DMCAgent) and agent.own is agent.prior
+    assert not isinstance(agent.policy, DMCAgent) and make("search:64").own is None
+    with pytest.raises(ValueError, match="own must be"):
+        SearchAgent(own="nobody")

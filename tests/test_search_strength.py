@@ -4,19 +4,15 @@ resumes from the parts it wrote."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import benchmark_file
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "search_strength", ROOT / "benchmarks" / "search_strength.py"
-)
-search_strength = importlib.util.module_from_spec(_spec)
-sys.modules["search_strength"] = search_strength  # its workers find _part by this name (fork)
-_spec.loader.exec_module(search_strength)
+search_strength = benchmark_file.load("search_strength")
 
 TIMINGS = ("median_ms", "p90_ms")
 

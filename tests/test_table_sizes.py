@@ -3,18 +3,13 @@ asked table size, the same figures whatever the worker count, and bad input in o
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
+import benchmark_file
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "table_sizes", ROOT / "benchmarks" / "table_sizes.py"
-)
-table_sizes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(table_sizes)
+table_sizes = benchmark_file.load("table_sizes")
 
 
 def run(*args: object) -> dict:
