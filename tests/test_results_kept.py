@@ -112,6 +112,48 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
     assert len(resume.partial_records(out, key)) == games
 
 
+SAVING_OFTEN = (
+    "import runpy, sys\n"
+    "from odin_lab.evaluation import tournament\n"
+    "tournament.SAVE_EVERY_S = 0.0\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+"""A command run as itself, but a tournament saves its finished deals after every chunk, not
+at most once a minute (so that a kill a moment in finds some saved)."""
+
+
+def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest(tmp_path):
+    """``kill -9`` (no handler runs) a moment after the tournament's first save, maybe in the
+    middle of a later one: ``tournament.json`` holds whole deals, marked partial, and
+    ``--resume`` plays the rest, to the very files of a run never stopped."""
+    common = ["tournament", "--agents", "random", "greedy", "random", "greedy", "--threshold",
+              "5", "--engine", "single", "--workers", "1", "--seed", "4", "--games", "1200",
+              "--no-progress"]  # fmt: skip
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    proc = start("-c", SAVING_OFTEN, "evaluate.py", *common, "--out", str(killed))
+    saved = killed / "tournament.json"
+    try:
+        deadline = time.monotonic() + 120
+        while not saved.exists():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "no deal saved in 120 s"
+            time.sleep(0.005)
+        time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL  # killed, not finished
+    partial = json.loads(saved.read_text())
+    games = len(partial["game_records"])
+    assert partial["partial"] is True and 0 < games < 1200 and games % 4 == 0
+    assert evaluate.main([*common, "--out", str(killed), "--resume"]) == 0
+    assert evaluate.main([*common, "--out", str(whole)]) == 0
+    for name in ("tournament.json", "games.csv", "agents.csv"):
+        assert (killed / name).read_bytes() == (whole / name).read_bytes(), name
+    assert not [p for p in killed.iterdir() if p.name.startswith(".")]  # no staging left
+
+
 def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
     out = tmp_path / "lb"
     proc = start(

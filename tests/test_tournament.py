@@ -65,6 +65,28 @@ def test_worker_count_does_not_change_the_games():
     assert one == two
 
 
+@pytest.mark.parametrize("engine", ["single", "batched"])
+def test_the_finished_deals_are_reported_in_order_as_they_arrive(engine):
+    """``on_deals`` hears the games of whole deals, each report a longer start of the result;
+    with ``every`` longer than the run, never."""
+    config = Config(players=3, threshold=8)
+    heard: list[list[GameRecord]] = []
+    games = play_tournament(
+        ["shaper", "random", "greedy"], config, 60, seed=2, chunk=3, batch=16, engine=engine,
+        start=2, progress=False, on_deals=heard.append, every=0.0,
+    )  # fmt: skip
+    assert len(heard) >= 2  # the batched engine's parts are 64 games, then 128: whole deals
+    assert all(0 < len(a) < len(b) for a, b in zip(heard, heard[1:]))  # of the first, 63
+    for kept in heard:
+        assert len(kept) % 3 == 0 and kept == games[: len(kept)]
+    quiet: list = []
+    play_tournament(
+        ["shaper", "random", "greedy"], config, 20, seed=2, chunk=3, progress=False,
+        on_deals=quiet.append, every=3600.0,
+    )  # fmt: skip
+    assert quiet == []
+
+
 @pytest.mark.parametrize("p", [0.25, 0.5, 0.7])
 def test_wilson_95_interval_covers_a_simulated_coin_about_95_percent_of_the_time(p):
     rng = np.random.default_rng(11)

@@ -26,7 +26,9 @@ batched form; the results of deterministic agents do not depend on it). Bad inpu
 code 2 and a one-line error, before any game; so does a full disk or an unwritable ``--out``.
 A results folder always describes one run: it is written beside itself and moved into place,
 so an earlier result there is replaced whole or left whole (``odin_lab.evaluation.results``).
-Ctrl-C (or a second one, or SIGTERM) keeps the finished work and says what it kept (exit 130).
+Ctrl-C (or a second one, or SIGTERM) keeps the finished work and says what it kept (exit 130);
+a tournament also writes its finished deals as it goes (at most once a minute), so ``kill -9``
+loses only the games since (``--resume`` plays the rest).
 """
 
 from __future__ import annotations

@@ -124,16 +124,25 @@ def tournament(
     ``engine``, ``ray``: see :func:`odin_lab.evaluation.tournament.play_tournament` (every study
     takes ``ray``: its games as Ray tasks, the same files).
 
-    Ctrl-C writes the deals finished so far (``"partial": true`` in ``tournament.json``; nothing
-    when none finished) and re-raises :class:`TournamentInterrupted`; ``resume=True`` continues
-    a partial result in ``out`` (same agents, settings and seed, every kept game replayed and
-    checked, else ``ValueError``: :func:`odin_lab.evaluation.resume.partial_records`) and, once
-    complete, writes the very files an uninterrupted run writes. ``provenance``: written as
+    The deals finished are written as the run goes (``"partial": true`` in ``tournament.json``;
+    at most once in :data:`~odin_lab.evaluation.tournament.SAVE_EVERY_S` seconds), so ``kill -9``
+    or a crash loses only the games since; Ctrl-C writes the deals finished (nothing when none
+    finished) and re-raises :class:`TournamentInterrupted`; ``resume=True`` continues a partial
+    result in ``out`` (same agents, settings and seed, every kept game replayed and checked,
+    else ``ValueError``: :func:`odin_lab.evaluation.resume.partial_records`) and, once complete,
+    writes the very files an uninterrupted run writes. ``provenance``: written as
     ``provenance.json`` with the result."""
     deals = deals_for(games, config.players)
     key = {"agents_specs": list(specs), "config": config_dict(config), "seed": seed, "deals": deals}
     done: list[GameRecord] = partial_records(Path(out), key) if resume else []
     start = len({r.deal for r in done})
+
+    def keep(finished: list[GameRecord]) -> None:
+        """The games kept and ``finished`` (whole deals) written as a partial result."""
+        if done or finished:
+            kept = done + finished
+            _write_tournament(kept, specs, config, seed, deals, Path(out), provenance, True)
+
     try:
         records = done + (
             play_tournament(
@@ -146,14 +155,13 @@ def tournament(
                 engine=engine,
                 start=start,
                 ray=ray,
+                on_deals=keep,
             )  # fmt: skip
             if start < deals
             else []
         )
     except TournamentInterrupted as stop:
-        if done or stop.records:
-            kept = done + stop.records
-            _write_tournament(kept, specs, config, seed, deals, Path(out), provenance, True)
+        keep(stop.records)
         raise
     summary = _write_tournament(records, specs, config, seed, deals, Path(out), provenance)
     return summary, tournament_table(summary)

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 
@@ -56,6 +57,10 @@ TOURNAMENT_ENGINES = ("auto", "single", "batched")
 
 BATCH = 1024
 """Default number of games a batched tournament plays at once (per worker)."""
+
+SAVE_EVERY_S = 60.0
+"""Fewest seconds between two reports of a running tournament's finished deals (``on_deals``
+of :func:`play_tournament`): what ``kill -9`` can cost, beside the chunks in flight."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +410,8 @@ def play_tournament(
     batch: int = BATCH,
     start: int = 0,
     ray: str | None = None,
+    on_deals: Callable[[list[GameRecord]], None] | None = None,
+    every: float | None = None,
 ) -> list[GameRecord]:
     """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
     game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
@@ -416,7 +423,10 @@ def play_tournament(
     games of the deals finished so far. ``ray``: play the chunks as Ray tasks on the cluster at
     this address (``"local"``: a Ray instance of ``workers`` CPUs started for this process; see
     :func:`odin_lab.evaluation.distributed.connect`), the same games in the same order; a chunk
-    whose worker dies is played again."""
+    whose worker dies is played again. ``on_deals``: called with the games of the whole deals
+    finished so far (from ``start``, in order) as they arrive, at most once in ``every`` seconds
+    (``None``: :data:`SAVE_EVERY_S`) and after at least ten times as long as its last call took:
+    to save them as they come (:func:`odin_lab.evaluation.studies.tournament`)."""
     _check_engine(engine, batch)
     if len(specs) != config.players:
         raise ValueError(
@@ -454,12 +464,19 @@ def play_tournament(
         chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
     bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
     records: list[GameRecord] = []
+    saved, cost = time.monotonic(), 0.0
+    every = SAVE_EVERY_S if every is None else every
     try:
         parts = _parts(job, chunks, workers, ray, bar)
         # closing: stop the workers or tasks still running as soon as the loop is left.
         with bar, closing(parts):
             for part in parts:
                 records += part
+                if on_deals is not None and time.monotonic() - saved >= max(every, 10 * cost):
+                    began = time.monotonic()
+                    on_deals(records[: len(records) // rotations * rotations])
+                    saved = time.monotonic()
+                    cost = saved - began
     except KeyboardInterrupt:
         done = len(records) // rotations  # whole deals only: every rotation of each
         raise TournamentInterrupted(records[: done * rotations], start + done) from None
