@@ -401,6 +401,38 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
     assert (out / "tournament.png").exists() and (out / "provenance.json").exists()
 
 
+def test_ctrl_c_during_a_save_of_the_finished_deals_waits_for_it_and_stops_the_run(
+    tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C while a running tournament saves its finished deals (not the last write): the
+    save ends whole, and then the run stops (exit 130) with those deals kept, not later."""
+    from odin_lab.evaluation import tournament
+
+    monkeypatch.setattr(tournament, "SAVE_EVERY_S", 0.0)  # a save after every chunk
+    real, saves = studies.write_csv, []
+
+    def write_csv(path, rows):
+        saves.append(path)
+        if len(saves) == 2:  # the first save's agents.csv: its games.csv is written
+            os.kill(os.getpid(), signal.SIGINT)
+        real(path, rows)
+
+    monkeypatch.setattr(studies, "write_csv", write_csv)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    out = tmp_path / "t"
+    argv = ["tournament", "--agents", "greedy", "random", "--games", "400", "--threshold", "3",
+            "--engine", "single", "--workers", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    try:
+        assert evaluate.main(argv) == 130
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and "the 8 deals finished are in" in said[0], said
+    saved = json.loads((out / "tournament.json").read_text())
+    assert saved["partial"] is True and len(saved["game_records"]) == 16  # the first chunk's
+
+
 def test_worker_processes_ignore_ctrl_c_from_their_first_instruction():
     import multiprocessing as mp
 

@@ -137,11 +137,12 @@ def tournament(
     done: list[GameRecord] = partial_records(Path(out), key) if resume else []
     start = len({r.deal for r in done})
 
-    def keep(finished: list[GameRecord]) -> None:
-        """The games kept and ``finished`` (whole deals) written as a partial result."""
+    def keep(finished: list[GameRecord], stopping: bool = False) -> None:
+        """The games kept and ``finished`` (whole deals) written as a partial result; a signal
+        meanwhile waits for the write, and then stops the run unless it is ``stopping``."""
         if done or finished:
-            kept = done + finished
-            _write_tournament(kept, specs, config, seed, deals, Path(out), provenance, True)
+            kept, where = done + finished, Path(out)
+            _write_tournament(kept, specs, config, seed, deals, where, provenance, True, stopping)
 
     try:
         records = done + (
@@ -161,7 +162,7 @@ def tournament(
             else []
         )
     except TournamentInterrupted as stop:
-        keep(stop.records)
+        keep(stop.records, stopping=True)
         raise
     summary = _write_tournament(records, specs, config, seed, deals, Path(out), provenance)
     return summary, tournament_table(summary)
@@ -176,7 +177,10 @@ def _write_tournament(
     out: Path,
     provenance: dict | None = None,
     partial: bool = False,
+    stopping: bool = False,
 ) -> dict:
+    """Write the tournament's files; ``partial``: some deals only (no figure); ``stopping``: for
+    a run that is stopping (a signal during the write is then dropped, not delivered)."""
     agents = stats.agent_summary(records, specs)
     seats = stats.seat_win_rates(records)
     summary = {
@@ -193,7 +197,7 @@ def _write_tournament(
     }
     if partial:
         summary["partial"] = True
-    with results_folder(out, TOURNAMENT_FILES, provenance, interrupted=partial) as stage:
+    with results_folder(out, TOURNAMENT_FILES, provenance, interrupted=stopping) as stage:
         _write_records_json(stage / "tournament.json", summary, records)
         write_csv(stage / "games.csv", game_rows(records, specs))
         write_csv(stage / "agents.csv", agents)
