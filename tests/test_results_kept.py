@@ -114,8 +114,8 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
 
 SAVING_OFTEN = (
     "import runpy, sys\n"
-    "from odin_lab.evaluation import tournament\n"
-    "tournament.SAVE_EVERY_S = 0.0\n"
+    "from odin_lab.evaluation import resume\n"
+    "resume.SAVE_EVERY_S = 0.0\n"
     "sys.argv = sys.argv[1:]\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
 )
@@ -406,9 +406,7 @@ def test_ctrl_c_during_a_save_of_the_finished_deals_waits_for_it_and_stops_the_r
 ):
     """Ctrl-C while a running tournament saves its finished deals (not the last write): the
     save ends whole, and then the run stops (exit 130) with those deals kept, not later."""
-    from odin_lab.evaluation import tournament
-
-    monkeypatch.setattr(tournament, "SAVE_EVERY_S", 0.0)  # a save after every chunk
+    monkeypatch.setattr(resume, "SAVE_EVERY_S", 0.0)  # a save after every chunk
     real, saves = studies.write_csv, []
 
     def write_csv(path, rows):

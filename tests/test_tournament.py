@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import binom
 
 from odin_env.rules import Config
-from odin_lab.evaluation import stats, studies
+from odin_lab.evaluation import resume, stats, studies
 from odin_lab.evaluation.tournament import GameRecord, deal_seed, play_tournament, rotation_order
 
 SPECS = ["planner", "greedy", "random", "random"]
@@ -66,23 +66,33 @@ def test_worker_count_does_not_change_the_games():
 
 
 @pytest.mark.parametrize("engine", ["single", "batched"])
-def test_the_finished_deals_are_reported_in_order_as_they_arrive(engine):
-    """``on_deals`` hears the games of whole deals, each report a longer start of the result;
-    with ``every`` longer than the run, never."""
+def test_the_finished_deals_are_saved_in_order_as_they_arrive(engine, monkeypatch):
+    """``on_deals`` hears the games so far each time more arrive; a :class:`Saver` passes on
+    their whole deals, each save a longer start of the result, and none while the run is
+    younger than ``SAVE_EVERY_S``."""
     config = Config(players=3, threshold=8)
-    heard: list[list[GameRecord]] = []
+    heard, saved = [], []
+    saver = resume.Saver(saved.append, rotations=3)
+
+    def on_deals(games: list[GameRecord]) -> None:
+        heard.append(len(games))
+        saver(games)
+
+    monkeypatch.setattr(resume, "SAVE_EVERY_S", 0.0)
     games = play_tournament(
         ["shaper", "random", "greedy"], config, 60, seed=2, chunk=3, batch=16, engine=engine,
-        start=2, progress=False, on_deals=heard.append, every=0.0,
+        start=2, progress=False, on_deals=on_deals,
     )  # fmt: skip
-    assert len(heard) >= 2  # the batched engine's parts are 64 games, then 128: whole deals
-    assert all(0 < len(a) < len(b) for a, b in zip(heard, heard[1:]))  # of the first, 63
-    for kept in heard:
+    assert heard[-1] == len(games) == 58 * 3 and heard == sorted(heard)
+    assert len(saved) == len(heard) >= 2  # the batched engine's parts: 64 games, then 110
+    assert all(0 < len(a) < len(b) for a, b in zip(saved, saved[1:]))
+    for kept in saved:
         assert len(kept) % 3 == 0 and kept == games[: len(kept)]
+    monkeypatch.setattr(resume, "SAVE_EVERY_S", 3600.0)
     quiet: list = []
     play_tournament(
         ["shaper", "random", "greedy"], config, 20, seed=2, chunk=3, progress=False,
-        on_deals=quiet.append, every=3600.0,
+        on_deals=resume.Saver(quiet.append, rotations=3),
     )  # fmt: skip
     assert quiet == []
 

@@ -35,7 +35,7 @@ from odin_lab.evaluation.records import (
     records_text,
 )
 from odin_lab.evaluation.results import Interrupted, results_folder
-from odin_lab.evaluation.resume import partial_records
+from odin_lab.evaluation.resume import Saver, partial_records
 from odin_lab.evaluation.tournament import (
     GameRecord,
     TournamentInterrupted,
@@ -125,7 +125,7 @@ def tournament(
     takes ``ray``: its games as Ray tasks, the same files).
 
     The deals finished are written as the run goes (``"partial": true`` in ``tournament.json``;
-    at most once in :data:`~odin_lab.evaluation.tournament.SAVE_EVERY_S` seconds), so ``kill -9``
+    at most once in :data:`~odin_lab.evaluation.resume.SAVE_EVERY_S` seconds), so ``kill -9``
     or a crash loses only the games since; Ctrl-C writes the deals finished (nothing when none
     finished) and re-raises :class:`TournamentInterrupted`; ``resume=True`` continues a partial
     result in ``out`` (same agents, settings and seed, every kept game replayed and checked,
@@ -156,7 +156,7 @@ def tournament(
                 engine=engine,
                 start=start,
                 ray=ray,
-                on_deals=keep,
+                on_deals=Saver(keep, config.players),
             )  # fmt: skip
             if start < deals
             else []

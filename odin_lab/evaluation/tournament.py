@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -57,10 +56,6 @@ TOURNAMENT_ENGINES = ("auto", "single", "batched")
 
 BATCH = 1024
 """Default number of games a batched tournament plays at once (per worker)."""
-
-SAVE_EVERY_S = 60.0
-"""Fewest seconds between two reports of a running tournament's finished deals (``on_deals``
-of :func:`play_tournament`): what ``kill -9`` can cost, beside the chunks in flight."""
 
 
 @dataclass(frozen=True)
@@ -136,16 +131,11 @@ def play_game(game: Game, seat_agents: Sequence, actions: list[int] | None = Non
             action = int(chosen)
             game.apply(action)
         except (TypeError, ValueError) as error:  # say whose move it was: often one's own agent
-            raise ValueError(
-                f"{_who(seat_agents[seat], seat)} chose {chosen!r:.60}: {error}"
-            ) from None
+            who = getattr(seat_agents[seat], "name", type(seat_agents[seat]).__name__)
+            said = f"agent {who!r} in seat {seat} chose {chosen!r:.60}: {error}"
+            raise ValueError(said) from None
         if actions is not None:
             actions.append(action)
-
-
-def _who(agent: object, seat: int) -> str:
-    """An agent as an error names it: its name (else its type) and seat."""
-    return f"agent {getattr(agent, 'name', type(agent).__name__)!r} in seat {seat}"
 
 
 def rotation_order(players: int, rotation: int) -> tuple[int, ...]:
@@ -411,7 +401,6 @@ def play_tournament(
     start: int = 0,
     ray: str | None = None,
     on_deals: Callable[[list[GameRecord]], None] | None = None,
-    every: float | None = None,
 ) -> list[GameRecord]:
     """Play ``deals`` seeded deals (each once per seat rotation when ``rotate``); return every
     game in ``(deal, rotation)`` order. ``specs`` holds one agent spec per seat.
@@ -423,10 +412,9 @@ def play_tournament(
     games of the deals finished so far. ``ray``: play the chunks as Ray tasks on the cluster at
     this address (``"local"``: a Ray instance of ``workers`` CPUs started for this process; see
     :func:`odin_lab.evaluation.distributed.connect`), the same games in the same order; a chunk
-    whose worker dies is played again. ``on_deals``: called with the games of the whole deals
-    finished so far (from ``start``, in order) as they arrive, at most once in ``every`` seconds
-    (``None``: :data:`SAVE_EVERY_S`) and after at least ten times as long as its last call took:
-    to save them as they come (:func:`odin_lab.evaluation.studies.tournament`)."""
+    whose worker dies is played again. ``on_deals``: called with the games so far (from
+    ``start``, in order; the growing list itself) each time more arrive, to save them as they
+    come (:class:`odin_lab.evaluation.resume.Saver`)."""
     _check_engine(engine, batch)
     if len(specs) != config.players:
         raise ValueError(
@@ -464,19 +452,14 @@ def play_tournament(
         chunks = [range(lo, min(lo + chunk, deals)) for lo in range(start, deals, chunk)]
     bar = tqdm(total=(deals - start) * rotations, unit="game", disable=not progress, leave=False)
     records: list[GameRecord] = []
-    saved, cost = time.monotonic(), 0.0
-    every = SAVE_EVERY_S if every is None else every
     try:
         parts = _parts(job, chunks, workers, ray, bar)
         # closing: stop the workers or tasks still running as soon as the loop is left.
         with bar, closing(parts):
             for part in parts:
                 records += part
-                if on_deals is not None and time.monotonic() - saved >= max(every, 10 * cost):
-                    began = time.monotonic()
-                    on_deals(records[: len(records) // rotations * rotations])
-                    saved = time.monotonic()
-                    cost = saved - began
+                if on_deals is not None:
+                    on_deals(records)
     except KeyboardInterrupt:
         done = len(records) // rotations  # whole deals only: every rotation of each
         raise TournamentInterrupted(records[: done * rotations], start + done) from None
