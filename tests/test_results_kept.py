@@ -372,6 +372,18 @@ def test_check_writable_creates_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def evaluate_keeping_handlers(argv: list[str]) -> int:
+    """``evaluate.main(argv)`` in this process, its exit code; the SIGINT and SIGTERM handlers
+    restored after it: after a signal the command ignores both, and this test process must not
+    keep that (a pool started later would inherit an ignored SIGTERM)."""
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return evaluate.main(argv)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
 def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
     tmp_path, monkeypatch, capsys
 ):
@@ -382,17 +394,10 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
         real(path, rows)
 
     monkeypatch.setattr(studies, "write_csv", write_csv)
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     out = tmp_path / "t"
     argv = ["tournament", "--agents", "greedy", "random", "--games", "4", "--threshold", "3",
             "--no-progress", "--out", str(out)]  # fmt: skip
-    try:
-        assert evaluate.main(argv) == 130
-    finally:
-        # After a signal the command ignores both: this test process must not keep that (a
-        # pool started later would inherit an ignored SIGTERM).
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    assert evaluate_keeping_handlers(argv) == 130
     said = lines_of(capsys.readouterr().err)
     assert said == [f"evaluate.py tournament: interrupted: after the whole result was written "
                     f"to {out}/"]  # fmt: skip
@@ -416,15 +421,10 @@ def test_ctrl_c_during_a_save_of_the_finished_deals_waits_for_it_and_stops_the_r
         real(path, rows)
 
     monkeypatch.setattr(studies, "write_csv", write_csv)
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     out = tmp_path / "t"
     argv = ["tournament", "--agents", "greedy", "random", "--games", "400", "--threshold", "3",
             "--engine", "single", "--workers", "1", "--no-progress", "--out", str(out)]  # fmt: skip
-    try:
-        assert evaluate.main(argv) == 130
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
+    assert evaluate_keeping_handlers(argv) == 130
     said = lines_of(capsys.readouterr().err)
     assert len(said) == 1 and "the 8 deals finished are in" in said[0], said
     saved = json.loads((out / "tournament.json").read_text())
