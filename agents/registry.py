@@ -144,6 +144,11 @@ seats' observed passes), ``net`` (the bundled network shortlists the candidates)
 own seat of the playouts)."""
 
 
+_NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own"}
+"""The search options that use the bundled network, and the :class:`SearchAgent` argument each
+gives it to."""
+
+
 def _search_budget(text: str) -> dict[str, int | bool]:
     """The keywords of what follows ``search:``: a budget (``"300"``: rollouts, ``"50ms"``: ms)
     and then any of :data:`SEARCH_OPTIONS`, each once (``"300:model:net"``; an option alone keeps
@@ -184,15 +189,11 @@ def make(spec: str, seed: int | None = None) -> Agent:
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
         keywords = _search_budget(path) if path else {}
-        shortlist, playouts = keywords.pop("net", False), keywords.pop("netplay", False)
-        own = keywords.pop("netself", False)
-        if shortlist or playouts or own:
+        # The options that want the bundled network, by the SearchAgent argument it fills.
+        roles = {role: keywords.pop(option, False) for option, role in _NETWORK_ROLES.items()}
+        if any(roles.values()):
             network = DMCAgent.load(BUNDLED_DMC)  # one network does all it is asked
-            keywords.update(prior=network if shortlist else None)
-            if playouts:
-                keywords["policy"] = network
-            if own:
-                keywords["own"] = network
+            keywords.update({role: network for role, wanted in roles.items() if wanted})
         return SearchAgent(seed, **keywords)
     if name in HEURISTICS and not path:
         return HEURISTICS[name](seed=seed)
