@@ -15,7 +15,9 @@ or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``s
 (:mod:`agents.table_model`); ``:net`` (``search:net``, ``search:N:net``, ``search:N:model:net``)
 searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most;
 ``:netplay`` has that network play every seat of every playout instead of ``planner`` (the table
-modelled as the network), ``:netself`` only the searcher's own seat (one network does all three).
+modelled as the network), ``:netself`` only the searcher's own seat, ``:netleaf`` cuts the
+playouts at the searcher's next decision and takes the network's value there (one network does
+all it is asked).
 Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
 but ``search``; :func:`has_batch_form` says which.
 
@@ -103,7 +105,9 @@ def spec_help() -> str:
         f"(1-{SEARCH_MAX_MS:,} ms), each optionally with any of :model (layouts weighted by the "
         f"other seats' observed passes), :net (only the {TOP} candidates the bundled {DMC} "
         f"network values most are searched), :netplay (that network plays every seat of the "
-        f"playouts), :netself (it plays the searcher's own seat); or your own agent, {FORMS}, "
+        f"playouts), :netself (it plays the searcher's own seat), :netleaf (the playouts stop "
+        f"at the searcher's next decision, valued there by that network); or your own agent, "
+        f"{FORMS}, "
         "or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
         "choice (docs/own-agent.md)"
@@ -137,16 +141,24 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-SEARCH_OPTIONS = ("model", "net", "netplay", "netself")
+SEARCH_OPTIONS = ("model", "net", "netplay", "netself", "netleaf")
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
 seats' observed passes), ``net`` (the bundled network shortlists the candidates), ``netplay``
-(the bundled network plays every seat of the playouts) and ``netself`` (it plays the searcher's
-own seat of the playouts)."""
+(the bundled network plays every seat of the playouts), ``netself`` (it plays the searcher's
+own seat of the playouts) and ``netleaf`` (the playouts stop at the searcher's next decision,
+valued there by the network)."""
 
 
-_NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own"}
+_NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own", "netleaf": "leaf"}
 """The search options that use the bundled network, and the :class:`SearchAgent` argument each
 gives it to."""
+
+
+def uses_bundled_network(spec: str) -> bool:
+    """Whether a ``search`` spec asks the bundled ``dmc`` network (any option of
+    :data:`_NETWORK_ROLES`), so that its results depend on that file."""
+    name, _, path = spec.partition(":")
+    return name == "search" and any(part in _NETWORK_ROLES for part in path.split(":"))
 
 
 def _search_budget(text: str) -> dict[str, int | bool]:
@@ -253,4 +265,5 @@ __all__ = [
     "outside_names",
     "read_model_file",
     "spec_help",
+    "uses_bundled_network",
 ]

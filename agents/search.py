@@ -22,6 +22,13 @@ The playout policy may be any batched player (``policy``; ``search:N:netplay``: 
 played by another (``own``; ``search:N:netself``: the network plays the searcher's future turns,
 ``policy`` the other seats').
 
+With a ``leaf`` network (``search:N:netleaf``: the bundled ``dmc``) a playout is cut short: the
+other seats answer the candidate (``policy``) until the searcher's next decision, and there the
+network's value of its best action (its expected penalty for the hand, from the observation the
+searcher would then have) stands for the rest of the hand. The sampled layouts say how the table
+answers; the network, trained on whole hands, says what the position is worth. The candidates
+are then ranked by expected penalty, not win chance.
+
 The outcome of one playout is the observer's win chance once the hand is scored: exact when the
 hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
 (:func:`win_chance`).
@@ -55,6 +62,7 @@ from odin_env.batched import BatchedGames
 from odin_env.cards import GOAT, cards_of, deck_bits
 from odin_env.observation import views
 from odin_env.rules import NUM_ACTIONS, Config, Game
+from odin_env.spec import NUM_CARDS, TAKE
 
 ROLLOUTS = 512
 """Default playouts per decision."""
@@ -95,7 +103,8 @@ class Scores:
     with the observer's mean win chance after it (``win``, 0-1, :func:`win_chance` of each
     playout's end of hand) and its mean penalty points for the hand (``penalty``: its cards
     left when the hand ends, 0 when it goes out), over the same ``worlds`` sampled layouts of
-    the unseen cards."""
+    the unseen cards. A search with a ``leaf`` network estimates the penalty only (its
+    expectation where the playouts stop): its ``win`` is NaN."""
 
     actions: np.ndarray
     win: np.ndarray
@@ -104,7 +113,10 @@ class Scores:
 
     @property
     def best(self) -> int:
-        """The action the search plays: the highest mean win chance (ties: the lower action)."""
+        """The action the search plays: the highest mean win chance, or without one (NaN: a
+        ``leaf`` search) the lowest mean penalty (ties: the lower action)."""
+        if np.isnan(self.win).any():
+            return int(self.actions[int(np.argmin(self.penalty))])
         return int(self.actions[int(np.argmax(self.win))])
 
     def of(self, action: int) -> int:
@@ -176,7 +188,10 @@ class SearchAgent:
     :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option.
     ``prior``: ``None``, or a player with ``values(observations, masks)`` (a
     :class:`agents.dmc.DMCAgent`): :meth:`act` then searches only the ``top`` legal actions it
-    values most (:meth:`evaluate`, the person's hints, still scores every one)."""
+    values most (:meth:`evaluate`, the person's hints, still scores every one). ``leaf``:
+    ``None``, or such a network: the playouts then stop at the observer's next decision (its
+    take after a beat excepted) and take the network's value there (:meth:`_leaf_playouts`);
+    the candidates are ranked by expected penalty (a Goat game is played out whole)."""
 
     name = "search"
 
@@ -191,6 +206,7 @@ class SearchAgent:
         prior: Any = None,
         top: int = TOP,
         own: Any = None,
+        leaf: Any = None,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -210,6 +226,12 @@ class SearchAgent:
                 f"got {prior!r}"
             )
         self.prior = prior
+        if leaf is not None and not callable(getattr(leaf, "values", None)):
+            raise ValueError(
+                f"leaf must be None or have values(observations, masks) (a DMC network); "
+                f"got {leaf!r}"
+            )
+        self.leaf = leaf
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed (``None``: keep the generator); with ``model``, forget the last game."""
@@ -326,6 +348,8 @@ class SearchAgent:
         totals = np.array(game.totals, dtype=np.int64)
         final = np.zeros((batch, config.players), dtype=np.int64)
         actions = np.zeros(batch, dtype=np.int64)  # a held game's action is ignored
+        if self.leaf is not None and not config.goat:  # the networks know no Goat
+            return self._leaf_playouts(engine, worlds, count, actions)
         for _ in range(MAX_STEPS):
             ended = engine.hand_end  # only at the step that ends the hand: then it is held
             final[ended] = engine.penalties[ended]
@@ -346,6 +370,35 @@ class SearchAgent:
             outcome.reshape(worlds, count).mean(axis=0),
             penalty.reshape(worlds, count).mean(axis=0),
         )
+
+    def _leaf_playouts(
+        self, engine: BatchedGames, worlds: int, count: int, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """No win chance (NaN: see :class:`Scores`) and each candidate's mean expected penalty
+        for the observer (seat 0), the playouts cut at the observer's next decision that is not
+        the take of its own beat (or at the hand's end: then its penalty). There the ``leaf``
+        network's best value, ``max_a Q(o, a)`` (minus the hand's expected penalty), from the
+        observation the observer would then have; its take before that is the network's."""
+        batch = worlds * count
+        penalty = np.zeros(batch)
+        for _ in range(MAX_STEPS):
+            ended = engine.hand_end  # only at the step that ends the hand: then it is held
+            penalty[ended] = engine.penalties[ended, 0]
+            rows = np.flatnonzero(~engine.held)
+            if rows.size == 0:
+                break
+            mine = engine.seat[rows] == 0
+            taking = engine.mask[rows, TAKE : TAKE + NUM_CARDS].any(axis=1)
+            stop = rows[mine & ~taking]
+            if stop.size:
+                values = self.leaf.values(engine.obs[stop], engine.mask[stop])
+                penalty[stop] = -values.max(axis=1)
+                engine.hold(stop)
+            for player, part in ((self.leaf, rows[mine & taking]), (self.policy, rows[~mine])):
+                if part.size:
+                    actions[part] = player.act_batch(engine.obs[part], engine.mask[part])
+            engine.step(actions)
+        return np.full(count, np.nan), penalty.reshape(worlds, count).mean(axis=0)
 
 
 def _playout_policy(name: str, policy: Any) -> Any:

@@ -445,6 +445,17 @@ class BatchedGames:
         (a fresh array)."""
         return self._state[:, k.HAND_LEADER].copy()
 
+    def hold(self, slots: Sequence[int] | np.ndarray) -> None:
+        """Hold these games where they are, as a hand's end holds them (``next_hand=False``
+        only, else ``ValueError``): :meth:`step` leaves them alone, their masks empty, until
+        :meth:`load` gives them a new position. For a search that stops its playouts at a
+        chosen decision."""
+        if self.next_hand:
+            raise ValueError("hold needs an engine built with next_hand=False")
+        rows = self._slots(slots)
+        self._state[rows, k.DEAL] = 1
+        self.mask[rows] = 0
+
     @property
     def held(self) -> np.ndarray:
         """Which games wait for a deal, ``(B,)`` bool (a fresh array): with ``next_hand=False``,

@@ -198,3 +198,27 @@ def test_a_held_game_ends_with_its_hand_and_waits_until_loaded(goat: bool) -> No
         assert np.array_equal(engine.mask[1], game.legal_mask())
     with pytest.raises(ValueError, match="next_hand must be True or False"):
         BatchedGames(Config(players=4), batch=1, next_hand="no")
+
+
+def test_hold_stops_a_game_where_it_is_until_loaded() -> None:
+    """``hold``: the held slot neither moves nor pays while the others play on, its mask empty
+    and its view as it was; ``load`` puts it back in play. An engine that deals the next hand
+    refuses it, as it refuses bad slots."""
+    config = Config(players=4)
+    engine = BatchedGames(config, batch=3, seed=2, next_hand=False)
+    game = _position(config, 5, steps=4)
+    engine.load([0, 1, 2], game)
+    engine.hold([1])
+    assert engine.held.tolist() == [False, True, False] and not engine.mask[1].any()
+    view, seat = engine.obs[1].copy(), int(engine.seat[1])
+    for _ in range(3):
+        engine.step(engine.first_legal)  # slot 1's entry is not legal: ignored
+        assert np.array_equal(engine.obs[1], view) and engine.seat[1] == seat
+        assert not engine.rewards[1].any() and not engine.hand_end[1]
+    assert not np.array_equal(engine.obs[0], view)  # the others went on
+    engine.load([1], game)
+    assert not engine.held[1] and np.array_equal(engine.mask[1], game.legal_mask())
+    with pytest.raises(ValueError, match="slots must be game indices 0-2"):
+        engine.hold([3])
+    with pytest.raises(ValueError, match="hold needs an engine built with next_hand=False"):
+        BatchedGames(config, batch=1, seed=0).hold([0])

@@ -105,3 +105,10 @@ def test_provenance_hashes_every_kind_of_model_file_it_plays(tmp_path):
         f"linear:{BUNDLED_LINEAR}": sha256(BUNDLED_LINEAR),
         f"linear/{BUNDLED_LINEAR.name}": sha256(BUNDLED_LINEAR),
     }
+    # A search that asks the bundled network depends on its file as much as dmc does.
+    from agents.dmc import BUNDLED_DMC
+
+    bundled = {f"dmc/{BUNDLED_DMC.name}": sha256(BUNDLED_DMC)}
+    for spec in ("search:64:net", "search:netleaf", "search:8:model:netplay"):
+        assert model_files([spec]) == bundled, spec
+    assert model_files(["search:64:model"]) == {}

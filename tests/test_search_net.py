@@ -3,15 +3,18 @@ candidates the prior values most are searched, chosen from the observation alone
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
 from agents.base import legal_actions
 from agents.dmc import BUNDLED_DMC, DMCAgent
 from agents.registry import check_spec, make, make_batch_agent
-from agents.search import TOP, SearchAgent
+from agents.search import TOP, SearchAgent, _position
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
+from odin_env.spec import TAKE
 
 
 class Ranked:
@@ -26,18 +29,23 @@ class Ranked:
         return np.where(masks.astype(bool), self.order[None, : masks.shape[1]], -np.inf)
 
 
-def _wide(config: Config, seed: int) -> Game:
-    """A decision with more legal actions than ``TOP``, reached by random play."""
+def _reached(config: Config, seed: int, wanted) -> Game:
+    """The first decision of random play (a new game after each that ends) that is ``wanted``."""
     rng = np.random.default_rng(seed)
     game = Game(config, seed=seed)
     while True:
         game.play_forced()
         if game.is_over:
             game = Game(config, seed=int(rng.integers(1 << 30)))
-        elif len(game.legal) > TOP + 2:
+        elif wanted(game):
             return game
         else:
             game.apply(game.legal[rng.integers(len(game.legal))])
+
+
+def _wide(config: Config, seed: int) -> Game:
+    """A decision with more legal actions than ``TOP``, reached by random play."""
+    return _reached(config, seed, lambda game: len(game.legal) > TOP + 2)
 
 
 def test_only_the_top_candidates_of_the_prior_are_searched() -> None:
@@ -146,3 +154,64 @@ def test_own_plays_the_searchers_seat_and_policy_the_others() -> None:
     assert not isinstance(agent.policy, DMCAgent) and make("search:64").own is None
     with pytest.raises(ValueError, match="own must be"):
         SearchAgent(own="nobody")
+
+
+def _leaf_reference(game: Game, hands: np.ndarray, candidate: int, network, policy) -> float:
+    """The oracle of ``:netleaf`` on ``rules.Game``, one world at a time: the searcher (seat 0)
+    plays ``candidate`` in the layout ``hands``, forced decisions are applied, ``policy`` plays
+    the other seats and ``network`` the searcher's take, until the hand ends (its penalty) or the
+    searcher faces another decision (minus the network's best value there)."""
+    world = copy.deepcopy(game)
+    free = game.set_aside
+    for hand in game.hands:
+        free |= hand
+    world.hands = [int(h) for h in hands]
+    world.set_aside = free & ~int(np.bitwise_or.reduce(hands))
+    hands_played = len(world.history)
+    world.apply(candidate)
+    while True:
+        world.play_forced()
+        if len(world.history) > hands_played:
+            return float(world.history[-1][0])
+        obs, mask = observe(world, world.current), world.legal_mask()
+        if world.current == 0 and not mask[TAKE:].any():
+            return -float(network.values(obs[None], mask[None])[0].max())
+        player = network if world.current == 0 else policy
+        world.apply(int(player.act_batch(obs[None], mask[None])[0]))
+
+
+def _beating(config: Config, seed: int) -> Game:
+    """Seat 0 (the seat the search reads itself as) following, with two beats or more to choose
+    from: the beats lead to its take, then the others answer. Reached by random play."""
+    return _reached(
+        config, seed,
+        lambda g: g.current == 0 and g.table >= 0 and not g.take_from and len(g.legal) > 2,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("players,seed", [(4, 8), (3, 11), (5, 13)])
+def test_netleaf_matches_its_oracle_world_by_world(players: int, seed: int) -> None:
+    """``leaf``: each candidate's penalty is the mean, over the sampled worlds, of what the
+    oracle above finds on ``rules.Game`` (the same worlds: the same seed draws them); the choice
+    is the lowest; ``win`` is not estimated (NaN)."""
+    game = _beating(Config(players=players), seed)
+    obs, mask = observe(game, 0), game.legal_mask()
+    network = DMCAgent.load(BUNDLED_DMC)
+    scores = SearchAgent(seed=3, rollouts=24, min_worlds=3, leaf=network).evaluate(obs, mask)
+    position, _, unseen, needs = _position(obs, mask)
+    hands = SearchAgent(seed=3)._sample(position, unseen, needs, scores.worlds)
+    planner = make_batch_agent("planner", seed=0)
+    expected = [
+        np.mean([_leaf_reference(game, hands[w], int(a), network, planner)
+                 for w in range(scores.worlds)])
+        for a in scores.actions
+    ]  # fmt: skip
+    np.testing.assert_allclose(scores.penalty, expected, rtol=1e-5, atol=1e-5)
+    assert np.isnan(scores.win).all()
+    assert scores.best == scores.actions[int(np.argmin(expected))]
+    # The spec: the bundled network, shared with the shortlist.
+    agent = make("search:64:net:netleaf", seed=0)
+    assert isinstance(agent.leaf, DMCAgent) and agent.leaf is agent.prior
+    assert make("search:64").leaf is None
+    with pytest.raises(ValueError, match="leaf must be"):
+        SearchAgent(leaf="dmc")
