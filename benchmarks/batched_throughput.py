@@ -24,8 +24,6 @@ import argparse
 import itertools
 import json
 import os
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +38,7 @@ from odin_env.batched_check import compare_with_rules
 from odin_env.combos import BEAT_HI, BEAT_LO, COMBO_BITS, NUM_COMBOS
 from odin_env.observation import NUM_PLANES, OBS_SIZE
 from odin_env.rules import FIRST_PLAYER_RULES, NUM_ACTIONS, Config
+from odin_lab.cli import shell_command
 
 
 def aec_rate(players: int, seconds: float, seed: int) -> float:
@@ -204,11 +203,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         result = throughput(args.batches, args.players, args.seconds, args.seed, args.parallel)
     if args.json:
-        argv = map(shlex.quote, sys.argv[1:])
-        _write_json(
-            args.json,
-            {"command": " ".join(["python", "benchmarks/batched_throughput.py", *argv]), **result},
-        )
+        command = shell_command("benchmarks/batched_throughput.py", argv)
+        _write_json(args.json, {"command": command, **result})
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
+
+from odin_lab.cli import shell_command
 
 
 def rows_of(folder: Path) -> list[dict]:
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['win_rate']:>9.1%}  [{r['ci_low']:.1%}, {r['ci_high']:.1%}]"
         )
     if args.json:
-        command = " ".join(["python benchmarks/compare_curves.py", *map(shlex.quote, sys.argv[1:])])
+        command = shell_command("benchmarks/compare_curves.py")
         runs = [{"run": rows_of(f)[0]["run"], "made by": command_of(f)} for f in args.runs]
         document = {"command": command, "runs": runs, "rows": rows}
         args.json.write_text(json.dumps(document, indent=2) + "\n")

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +31,7 @@ from tqdm import tqdm
 
 import odin_env
 from odin_env.rules import Config, Game
+from odin_lab.cli import shell_command
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 """``cpu`` counts only this process's CPU time: steadier on a machine shared with other work."""
@@ -141,7 +140,7 @@ def main() -> None:
 
 def _write_json(path: Path, data: dict) -> None:
     """``data`` and the command that made it, as JSON (docs/benchmarks.md shows it)."""
-    command = " ".join(["python", "benchmarks/env_throughput.py", *map(shlex.quote, sys.argv[1:])])
+    command = shell_command("benchmarks/env_throughput.py")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"command": command, **data}, indent=2) + "\n")
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 
 from odin_env.rules import Config
+from odin_lab.cli import shell_command
 from odin_lab.evaluation.tournament import play_tournament
 
 CONFIG = Config(players=4, threshold=15)
@@ -94,9 +93,7 @@ def main() -> None:
     row("planner x4", "single", args.planner_games, slow)
     row("planner x4", "batched", 10 * args.planner_games, fast)
     if args.json:
-        command = " ".join(
-            ["python", "benchmarks/eval_throughput.py", *map(shlex.quote, sys.argv[1:])]
-        )
+        command = shell_command("benchmarks/eval_throughput.py")
         args.json.parent.mkdir(parents=True, exist_ok=True)
         report = {"command": command, "players": CONFIG.players, "threshold": CONFIG.threshold,
                   "tournaments": rows}  # fmt: skip

@@ -35,7 +35,6 @@ import json
 import math
 import os
 import platform
-import shlex
 import sys
 import time
 import typing
@@ -43,7 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from odin_lab.cli import Parser, restore_interrupts
+from odin_lab.cli import Parser, restore_interrupts, shell_command
 
 COLUMNS = (
     "minutes", "train_seconds", "decisions", "steps_per_s", "opponent", "win_rate", "ci_low",
@@ -293,9 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     parity = 1 / players
     report = {
         "benchmark": "learning_curve",
-        "command": shlex.join(
-            ["python", "benchmarks/learning_curve.py", *(sys.argv[1:] if argv is None else argv)]
-        ),
+        "command": shell_command("benchmarks/learning_curve.py", argv),
         "settings": {
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "config"
         },  # the run's settings are the facts' train_config

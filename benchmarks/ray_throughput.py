@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch as th
+
+from odin_lab.cli import shell_command
 
 
 def steps_per_s(config, updates: int, actors: int | None) -> tuple[float, float]:
@@ -183,9 +183,7 @@ def main() -> None:
         )
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
         if args.json:
-            command = " ".join(
-                ["python", "benchmarks/ray_throughput.py", *map(shlex.quote, sys.argv[1:])]
-            )
+            command = shell_command("benchmarks/ray_throughput.py")
             report = {"command": command, "settings": settings, "one_update": cost}
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(report, indent=2) + "\n")

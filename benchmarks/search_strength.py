@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -31,6 +29,7 @@ from tqdm import tqdm
 from agents.files import write_atomic
 from agents.registry import check_spec, make
 from odin_env.rules import Config
+from odin_lab.cli import shell_command
 from odin_lab.evaluation.stats import wilson
 from odin_lab.evaluation.tournament import GameRecord, play_deals
 
@@ -186,7 +185,7 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         "deals": f"{args.start}-{args.start + args.deals - 1}",
         "seed": args.seed,
     }
-    command = " ".join(["python", "benchmarks/search_strength.py", *map(shlex.quote, sys.argv[1:])])
+    command = shell_command("benchmarks/search_strength.py")
     report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)
     for path in [args.out / "search_strength.json"] + ([args.json] if args.json else []):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch as th
+
+from odin_lab.cli import shell_command
 
 
 def single_seat(config, opponent: str, n_envs: int, rollouts: int) -> float:
@@ -135,9 +135,7 @@ def main() -> None:
                 "how": f"batch {args.batch}, {share:.0%} of the time collecting",
             },
         ]
-        command = " ".join(
-            ["python", "benchmarks/selfplay_throughput.py", *map(shlex.quote, sys.argv[1:])]
-        )
+        command = shell_command("benchmarks/selfplay_throughput.py")
         report = {"command": command, "ppo_settings": settings, "paths": paths, "ratio": ours / ref}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n")

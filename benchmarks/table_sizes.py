@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 
 from agents.registry import check_spec
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
+from odin_lab.cli import shell_command
 from odin_lab.evaluation.stats import agent_summary
 from odin_lab.evaluation.tournament import play_tournament
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 def _write(rows: list[dict], args: argparse.Namespace, argv: list[str]) -> None:
     from matplotlib.figure import Figure
 
-    command = " ".join(["python", "benchmarks/table_sizes.py", *map(shlex.quote, argv)])
+    command = shell_command("benchmarks/table_sizes.py", argv)
     settings = {"agent": args.agent, "games": args.games, "seed": args.seed}
     report = json.dumps({"command": command, "settings": settings, "rows": rows}, indent=2)
     for path in [args.out / "table_sizes.json"] + ([args.json] if args.json else []):

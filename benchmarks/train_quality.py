@@ -19,11 +19,11 @@ import argparse
 import contextlib
 import io
 import json
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from odin_lab.cli import shell_command
 
 
 def main() -> None:
@@ -75,9 +75,7 @@ def main() -> None:
                     }
                 )
     if args.json:
-        command = " ".join(
-            ["python", "benchmarks/train_quality.py", *map(shlex.quote, sys.argv[1:])]
-        )
+        command = shell_command("benchmarks/train_quality.py")
         report = {
             "command": command,
             "steps": args.steps,

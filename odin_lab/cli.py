@@ -13,11 +13,12 @@ import ast
 import inspect
 import os
 import re
+import shlex
 import signal
 import sys
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,14 @@ def restore_interrupts() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
 
 
+def shell_command(script: str, argv: Sequence[str] | None = None) -> str:
+    """``python SCRIPT ARGS``, quoted so that a shell runs it as it was run: the ``"command"``
+    every result file names (the docs show it beside its figures). ``argv``: the arguments
+    (``None``: this process's own)."""
+    return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
+
+
 __all__ = [
     "Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain", "restore_interrupts",
+    "shell_command",
 ]  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shlex
 import shutil
 import signal
 import string
@@ -25,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from odin_lab.cli import shell_command
 from odin_lab.commands import evaluate, play, train
 
 # -- bad values --------------------------------------------------------------------------------
@@ -256,3 +258,13 @@ def test_every_command_runs_numpy_with_one_blas_thread_unless_the_user_says(user
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == repr([user or "1"])
+
+
+@given(st.lists(st.text(alphabet=string.printable, max_size=12), max_size=6))
+@settings(max_examples=60, deadline=None)
+def test_a_results_command_is_read_back_by_a_shell_as_its_very_arguments(argv):
+    """``shell_command``: the ``"command"`` of every result file; a shell reads it back as the
+    very arguments it was run with, spaces, quotes and all (``None``: this process's)."""
+    line = shell_command("benchmarks/table_sizes.py", argv)
+    assert shlex.split(line) == ["python", "benchmarks/table_sizes.py", *argv]
+    assert shell_command("evaluate.py") == shlex.join(["python", "evaluate.py", *sys.argv[1:]])
