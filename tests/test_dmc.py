@@ -10,12 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch as th
+from launch import evaluation_log, kill_9_ahead_of_checkpoint
 from safetensors.numpy import load_file
 
 from agents.dmc import DMCAgent, read_dmc_model
@@ -49,9 +49,7 @@ def train_py(*args: object, timeout: float = 240) -> subprocess.CompletedProcess
     )  # fmt: skip
 
 
-def log(run: Path) -> list[dict]:
-    path = run / "evaluations.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+log = evaluation_log
 
 
 def plays_legal_moves(agent, players: int = 4) -> None:
@@ -122,26 +120,12 @@ def test_kill_9_then_resume_keeps_one_history(tmp_path):
     """Evaluations every update, checkpoints every 8: a SIGKILL after an evaluation that no
     checkpoint covers yet; the resume rolls the log back to the checkpoint and goes on."""
     run = tmp_path / "k"
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "train.py"), "--runs-dir", str(tmp_path), "--name", "k",
-         "--total-steps", str(10**7), *TINY, "--eval-every", str(UPDATE),
-         "--checkpoint-every", str(8 * UPDATE)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    saved, before = kill_9_ahead_of_checkpoint(
+        [ROOT / "train.py", "--runs-dir", tmp_path, "--name", "k", "--total-steps", 10**7, *TINY,
+         "--eval-every", UPDATE, "--checkpoint-every", 8 * UPDATE],
+        run, ROOT,
     )  # fmt: skip
     checkpoint = run / "checkpoint.safetensors"
-    deadline = time.monotonic() + 180
-    try:
-        while time.monotonic() < deadline:
-            if checkpoint.exists():
-                steps = [e["step"] for e in log(run)]
-                if steps and steps[-1] > checkpoint_step(checkpoint):
-                    break
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    saved = checkpoint_step(checkpoint)
-    before = log(run)
     assert before[-1]["step"] > saved  # the log ran ahead of the checkpoint when it died
     best_before = json.loads((run / "best.json").read_text())["score"]
     done = train_py("--resume", run, "--total-steps", saved + 2 * UPDATE)

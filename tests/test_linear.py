@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from launch import kill_9_ahead_of_checkpoint
 from safetensors.numpy import load_file, save_file
 from test_dmc import _other_hidden_cards, copy_run, log, plays_legal_moves, train_py
 
@@ -262,31 +259,11 @@ def test_kill_9_then_resume_keeps_one_history(tmp_path):
     no checkpoint covers yet; the resume rolls the log back to the checkpoint and goes on."""
     run = tmp_path / "k"
     checkpoint = run / "checkpoint.safetensors"
-    # A checkpoint may land between seeing the log ahead and the kill: then kill again, afresh.
-    for _ in range(3):
-        shutil.rmtree(run, ignore_errors=True)
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "train.py"), "--runs-dir", str(tmp_path), "--name", "k",
-             "--total-steps", str(10**7), *TINY, "--eval-every", "1", "--checkpoint-every",
-             "1500"],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 180
-        try:
-            while time.monotonic() < deadline:
-                if checkpoint.exists():
-                    steps = [e["step"] for e in log(run)]
-                    if steps and steps[-1] > checkpoint_step(checkpoint):
-                        break
-                time.sleep(0.05)
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=60)
-        saved = checkpoint_step(checkpoint)
-        before = log(run)
-        if before[-1]["step"] > saved:
-            break
+    saved, before = kill_9_ahead_of_checkpoint(
+        [ROOT / "train.py", "--runs-dir", tmp_path, "--name", "k", "--total-steps", 10**7, *TINY,
+         "--eval-every", 1, "--checkpoint-every", 1500],
+        run, ROOT,
+    )  # fmt: skip
     assert before[-1]["step"] > saved  # the log ran ahead of the checkpoint when it died
     best_before = json.loads((run / "best.json").read_text())["score"]
     done = train_py("--resume", run, "--total-steps", saved + 400)

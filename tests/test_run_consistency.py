@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from launch import evaluation_log, kill_9_ahead_of_checkpoint
 
 from odin_lab.training.checkpoints import checkpoint_step, read_run
 
@@ -50,11 +51,7 @@ def start(*args: object) -> subprocess.Popen:
     )
 
 
-def log(run: Path) -> list[dict]:
-    path = run / "evaluations.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+log = evaluation_log
 
 
 def best_score(run: Path) -> float:
@@ -85,22 +82,12 @@ def test_kill_9_between_an_evaluation_and_the_next_checkpoint_then_resume(tmp_pa
     checkpoint covers yet. The resume rolls the log back to the checkpoint, and the best score
     on record never goes down."""
     run = tmp_path / "k"
-    proc = start("--runs-dir", tmp_path, "--name", "k", "--total-steps", 10**7, *TINY,
-                 "--eval-every", ROLLOUT, "--checkpoint-every", 8 * ROLLOUT)  # fmt: skip
+    saved, before = kill_9_ahead_of_checkpoint(
+        [ROOT / "train.py", "--runs-dir", tmp_path, "--name", "k", "--total-steps", 10**7, *TINY,
+         "--eval-every", ROLLOUT, "--checkpoint-every", 8 * ROLLOUT],
+        run, ROOT,
+    )  # fmt: skip
     checkpoint = run / "checkpoint.safetensors"
-    deadline = time.monotonic() + 180
-    try:
-        while time.monotonic() < deadline:
-            if checkpoint.exists():
-                steps = [e["step"] for e in log(run)]
-                if steps and steps[-1] > checkpoint_step(checkpoint):
-                    break
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=60)
-    saved = checkpoint_step(checkpoint)
-    before = log(run)
     assert before[-1]["step"] > saved  # the log ran ahead of the checkpoint when it died
     best_before = best_score(run)
     done = train("--resume", run, "--total-steps", saved + 2 * ROLLOUT)
