@@ -29,6 +29,11 @@ searcher would then have) stands for the rest of the hand. The sampled layouts s
 answers; the network, trained on whole hands, says what the position is worth. The candidates
 are then ranked by expected penalty, not win chance.
 
+With ``race`` (``search:N:race``) the budget is a cap: the playouts come in rounds of
+:data:`RACE_ROUND` worlds, every candidate still in the race played in each, and a candidate
+leaves once it is clearly behind the leader on the worlds they share (:meth:`SearchAgent._race`),
+so a decision with an evident best ends after one round and a close one gets the playouts.
+
 The outcome of one playout is the observer's win chance once the hand is scored: exact when the
 hand ends the game (its share of the win, R14), else a smooth estimate from the new totals
 (:func:`win_chance`).
@@ -72,6 +77,11 @@ MIN_WORLDS = 8
 """Fewest worlds a decision samples, however many candidates share the budget."""
 TOP = 4
 """With a ``prior``, the most candidates a decision searches (the prior's best)."""
+RACE_ROUND = 32
+"""With ``race``, the worlds each round adds to every candidate still in the race."""
+RACE_Z = 2.0
+"""With ``race``, a candidate leaves the race once its paired deficit to the leader, over the
+worlds both were played in, is at least this many standard errors."""
 MAX_STEPS = 400
 """A playout ends with its hand; this only bounds the loop (a hand has far fewer decisions)."""
 
@@ -191,7 +201,9 @@ class SearchAgent:
     values most (:meth:`evaluate`, the person's hints, still scores every one). ``leaf``:
     ``None``, or such a network: the playouts then stop at the observer's next decision (its
     take after a beat excepted) and take the network's value there (:meth:`_leaf_playouts`);
-    the candidates are ranked by expected penalty (a Goat game is played out whole)."""
+    the candidates are ranked by expected penalty (a Goat game is played out whole).
+    ``race``: :meth:`act` races the candidates (:meth:`_race`) within the budget, which is then
+    a cap; :meth:`evaluate` still scores every candidate on the same worlds."""
 
     name = "search"
 
@@ -207,6 +219,7 @@ class SearchAgent:
         top: int = TOP,
         own: Any = None,
         leaf: Any = None,
+        race: bool = False,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -232,6 +245,7 @@ class SearchAgent:
                 f"got {leaf!r}"
             )
         self.leaf = leaf
+        self.race = bool(race)
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed (``None``: keep the generator); with ``model``, forget the last game."""
@@ -251,7 +265,10 @@ class SearchAgent:
             action = int(candidates[0])
         else:
             shortlist = self._shortlist(observation, action_mask, candidates)
-            action = self.evaluate(observation, shortlist).best
+            if self.race:
+                action = self._race(observation, shortlist)
+            else:
+                action = self.evaluate(observation, shortlist).best
         if self.table is not None:
             self.table.decided(action)
         return action
@@ -282,15 +299,15 @@ class SearchAgent:
             worlds = max(self.min_worlds, self.rollouts // count)
             hands = self._sample(game, unseen, needs, worlds)
             win, penalty = self._playouts(game, config, hands, candidates)
-            return Scores(candidates, win, penalty, worlds)
+            return Scores(candidates, win.mean(axis=0), penalty.mean(axis=0), worlds)
         win_sum, penalty_sum, total = np.zeros(count), np.zeros(count), 0
         size = 1 if within else self.min_worlds
         while True:
             began = time.perf_counter()
             hands = self._sample(game, unseen, needs, size)
             win, penalty = self._playouts(game, config, hands, candidates)
-            win_sum += win * size
-            penalty_sum += penalty * size
+            win_sum += win.sum(axis=0)
+            penalty_sum += penalty.sum(axis=0)
             total += size
             now = time.perf_counter()
             left = self.ms - (now - start) * 1000.0
@@ -305,6 +322,36 @@ class SearchAgent:
                     break
                 size = 1 << (min(fits, _MAX_ROUND).bit_length() - 1)
         return Scores(candidates, win_sum / total, penalty_sum / total, total)
+
+    def _race(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        """The action of a race among the legal actions of ``action_mask``: rounds of
+        :data:`RACE_ROUND` fresh worlds, each played with every candidate still in the race (so
+        they stay compared on the same worlds); after each round a candidate whose mean deficit
+        to the leader is at least :data:`RACE_Z` standard errors of the per-world differences
+        leaves (identical outcomes in every world: the higher action leaves). It ends with one
+        candidate left or the budget spent (``rollouts`` playouts, or ``ms``; at least one
+        round); the best mean of those left wins (ties: the lower action). The outcome is the
+        win chance, or minus the penalty where there is none (a ``leaf`` search)."""
+        start = time.perf_counter()
+        game, config, unseen, needs = _position(observation, action_mask)
+        alive = legal_actions(action_mask)
+        outcomes = np.zeros((0, alive.size))  # a row per world, a column per candidate left
+        spent = 0
+        while True:
+            hands = self._sample(game, unseen, needs, RACE_ROUND)
+            win, penalty = self._playouts(game, config, hands, alive)
+            outcomes = np.concatenate([outcomes, np.where(np.isnan(win), -penalty, win)])
+            spent += win.size
+            kept = _still_racing(outcomes)
+            alive, outcomes = alive[kept], outcomes[:, kept]
+            if alive.size == 1:
+                break
+            if self.ms is None:
+                if spent + RACE_ROUND * alive.size > self.rollouts:
+                    break
+            elif (time.perf_counter() - start) * 1000.0 >= self.ms:
+                break
+        return int(alive[int(np.argmax(outcomes.mean(axis=0)))])
 
     def _shortlist(
         self, observation: np.ndarray, action_mask: np.ndarray, candidates: np.ndarray
@@ -338,8 +385,8 @@ class SearchAgent:
     def _playouts(
         self, game: Game, config: Config, hands: np.ndarray, candidates: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Mean outcome for the observer (seat 0) of each candidate over the sampled worlds,
-        and its mean penalty for the hand."""
+        """The outcome for the observer (seat 0) of each candidate in each sampled world, and its
+        penalty for the hand: two ``(worlds, candidates)`` arrays."""
         worlds, count = hands.shape[0], candidates.size
         batch = worlds * count
         engine = self._engine(config, batch)
@@ -366,19 +413,17 @@ class SearchAgent:
             engine.step(actions)
         outcome = win_chance(totals + final, config.threshold)[:, 0]
         penalty = final[:, 0].astype(np.float64)
-        return (
-            outcome.reshape(worlds, count).mean(axis=0),
-            penalty.reshape(worlds, count).mean(axis=0),
-        )
+        return outcome.reshape(worlds, count), penalty.reshape(worlds, count)
 
     def _leaf_playouts(
         self, engine: BatchedGames, worlds: int, count: int, actions: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """No win chance (NaN: see :class:`Scores`) and each candidate's mean expected penalty
-        for the observer (seat 0), the playouts cut at the observer's next decision that is not
-        the take of its own beat (or at the hand's end: then its penalty). There the ``leaf``
-        network's best value, ``max_a Q(o, a)`` (minus the hand's expected penalty), from the
-        observation the observer would then have; its take before that is the network's."""
+        """No win chance (NaN: see :class:`Scores`) and each candidate's expected penalty for
+        the observer (seat 0) in each world (``(worlds, candidates)`` arrays), the playouts
+        cut at the observer's next decision that is not the take of its own beat (or at the
+        hand's end: then its penalty). There the ``leaf`` network's best value, ``max_a Q(o,
+        a)`` (minus the hand's expected penalty), from the observation the observer would then
+        have; its take before that is the network's."""
         batch = worlds * count
         penalty = np.zeros(batch)
         for _ in range(MAX_STEPS):
@@ -398,7 +443,21 @@ class SearchAgent:
                 if part.size:
                     actions[part] = player.act_batch(engine.obs[part], engine.mask[part])
             engine.step(actions)
-        return np.full(count, np.nan), penalty.reshape(worlds, count).mean(axis=0)
+        return np.full((worlds, count), np.nan), penalty.reshape(worlds, count)
+
+
+def _still_racing(outcomes: np.ndarray) -> np.ndarray:
+    """Which candidates (columns of ``outcomes``, one row per world) stay in a race: the leader
+    (the best mean; ties: the first) and every other whose mean deficit to it is less than
+    :data:`RACE_Z` standard errors of the per-world differences (see :meth:`SearchAgent._race`)."""
+    worlds = outcomes.shape[0]
+    means = outcomes.mean(axis=0)
+    leader = int(np.argmax(means))
+    deficit = outcomes[:, [leader]] - outcomes
+    error = deficit.std(axis=0, ddof=1) / np.sqrt(worlds) if worlds > 1 else np.inf
+    kept = deficit.mean(axis=0) < RACE_Z * error
+    kept[leader] = True
+    return kept
 
 
 def _playout_policy(name: str, policy: Any) -> Any:
