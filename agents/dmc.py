@@ -48,8 +48,11 @@ TENSORS = (
 0 .. len(net) - 2 ``(net[i + 1], net[i])``, and the output ``(1, net[-1])``."""
 
 
-def dmc_info(net: list[int], players: int | None, provenance: dict | None = None) -> dict:
-    """The ``model`` JSON of a DMC model file (docs/model-format.md)."""
+def dmc_info(
+    net: list[int], players: int | None, provenance: dict | None = None, horizon: str = "hand"
+) -> dict:
+    """The ``model`` JSON of a DMC model file (docs/model-format.md); ``horizon``: what its
+    values estimate (the ``horizon`` it was trained with; see :func:`value_horizon`)."""
     return {
         "algo": ALGO,
         "architecture": {
@@ -60,8 +63,17 @@ def dmc_info(net: list[int], players: int | None, provenance: dict | None = None
         "observation_size": OBS_SIZE,
         "num_actions": NUM_ACTIONS,
         "players": players,
+        "horizon": horizon,
         "provenance": provenance or {},
     }
+
+
+def value_horizon(info: dict[str, Any]) -> str:
+    """What a DMC network's values estimate, from its ``model`` JSON: ``hand`` (minus its seat's
+    penalty for the hand; files that name no horizon, made before the others existed), ``win``
+    (its seat's chance to win the game once the hand ends) or ``episode`` (its return to the
+    game's end)."""
+    return str(info.get("horizon", "hand"))
 
 
 def model_algo(path: str | Path) -> str | None:

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import is_goat_game, legal_actions, refuse_goat
+from agents.dmc import value_horizon
 from agents.heuristics import HEURISTICS
 from agents.table_model import TableModel
 from agents.worlds import position as _position
@@ -242,6 +243,11 @@ class SearchAgent:
             raise ValueError(
                 f"leaf must be None or have values(observations, masks) (a DMC network); "
                 f"got {leaf!r}"
+            )
+        if leaf is not None and value_horizon(getattr(leaf, "info", {})) != "hand":
+            raise ValueError(
+                "leaf must value a position in penalty for the hand (a DMC network trained with "
+                f"horizon hand); this one was trained with horizon {value_horizon(leaf.info)!r}"
             )
         self.leaf = leaf
         self.race = bool(race)

@@ -18,9 +18,10 @@ import torch as th
 from launch import evaluation_log, kill_9_ahead_of_checkpoint
 from safetensors.numpy import load_file
 
-from agents.dmc import DMCAgent, read_dmc_model
+from agents.dmc import DMCAgent, read_dmc_model, value_horizon
 from agents.ppo import BUNDLED_MODEL
 from agents.registry import check_spec, has_batch_form, make
+from agents.search import SearchAgent, win_chance
 from odin_env.batched import BatchedGames
 from odin_env.cards import cards_of
 from odin_env.combos import COMBO_BITS
@@ -305,6 +306,23 @@ def test_the_numpy_player_plays_the_learners_greedy_choice(tmp_path):
     )
 
 
+@pytest.mark.parametrize("horizon", ["hand", "win", "episode"])
+def test_a_model_file_names_what_its_values_estimate(horizon, tmp_path):
+    """The header keeps the horizon the network was trained with (docs/model-format.md), and a
+    search takes only a network that values penalty for the hand as its leaf."""
+    path = _learner(horizon=horizon).write_player(tmp_path / "p.safetensors", {})
+    info, _ = read_dmc_model(path)
+    assert value_horizon(info) == info["horizon"] == horizon
+    leaf = make(f"dmc:{path}")
+    if horizon == "hand":
+        assert SearchAgent(leaf=leaf).leaf is leaf
+    else:
+        with pytest.raises(ValueError, match=f"trained with horizon '{horizon}'"):
+            SearchAgent(leaf=leaf)
+    # Files made before the horizon was recorded valued penalty for the hand.
+    assert value_horizon({k: v for k, v in info.items() if k != "horizon"}) == "hand"
+
+
 def _other_hidden_cards(game: Game, rng: np.random.Generator) -> Game:
     """The same position with the cards the acting seat cannot see (other seats' cards that were
     not shown, the cards set aside) dealt anew among their places."""
@@ -411,7 +429,43 @@ def test_with_horizon_hand_a_target_is_what_its_hand_pays_the_seat():
     assert (finished.hand > 0).any()  # games of more than one hand were checked
 
 
-def _collected(config: Config, gamma: float, by_hand: bool = False):
+def test_with_horizon_win_a_target_is_the_win_chance_its_hand_left_the_seat():
+    """The same play twice (same seeds: returns do not change the actions), once paid by hand
+    and once valued by win chance: where every seat had a choice in every hand of a game, the
+    penalties add up to the totals after each hand, and each hand's win target is
+    ``win_chance`` of those totals for the seat (exact shares after the hand that ends it)."""
+    config = Config(players=3, threshold=5)
+    paid = _collected(config, 1.0, by_hand=True)
+    valued = _collected(config, 1.0, by_hand=True, win=True)
+    np.testing.assert_array_equal(paid.actions, valued.actions)
+    checked = 0
+    for e in paid.episodes:
+        mine = (paid.game == e.game) & (paid.episode == e.episode)
+        hands = int(paid.hand[mine].max()) + 1
+        cells = [
+            [mine & (paid.seat == s) & (paid.hand == h) for s in range(3)] for h in range(hands)
+        ]
+        if not all(cell.any() for row in cells for cell in row):
+            continue
+        penalties = np.array([[-paid.returns[cell][0] for cell in row] for row in cells])
+        totals = np.cumsum(penalties, axis=0)
+        np.testing.assert_array_equal(totals[-1], e.totals)  # the bookkeeping is right
+        for h, row in enumerate(cells):
+            expected = win_chance(totals[h], config.threshold)
+            for s, cell in enumerate(row):
+                np.testing.assert_allclose(valued.returns[cell], expected[s], rtol=1e-6)
+        checked += 1
+    assert checked >= 2
+    assert set(np.unique(valued.returns)) - {0.0, 0.5, 1.0}  # not only games' ends: estimates
+
+
+def test_win_returns_need_returns_cut_at_the_hand():
+    games = BatchedGames(Config(players=3), batch=2, seed=0)
+    with pytest.raises(ValueError, match="need by_hand"):
+        DMCCollector(games, None, None, np.random.default_rng(0), 1.0, by_hand=False, win=True)
+
+
+def _collected(config: Config, gamma: float, by_hand: bool = False, win: bool = False):
     """200 or more learner decisions of finished episodes, every seat the learner's (epsilon 0.1
     around the first legal action)."""
     games = BatchedGames(config, batch=4, seed=0)
@@ -420,7 +474,7 @@ def _collected(config: Config, gamma: float, by_hand: bool = False):
         return mask.argmax(1)
 
     rng = np.random.default_rng(0)
-    collector = DMCCollector(games, None, first_legal, rng, gamma, by_hand=by_hand)
+    collector = DMCCollector(games, None, first_legal, rng, gamma, by_hand=by_hand, win=win)
     finished = collector.collect(200, epsilon=0.1)
     assert len(finished) >= 200 and finished.episodes
     return finished

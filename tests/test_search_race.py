@@ -3,9 +3,12 @@ as soon as they are clearly behind on the worlds they share, within a cap of pla
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
+import agents.search as search_module
 from agents.registry import make
 from agents.search import RACE_ROUND, RACE_Z, SearchAgent, _still_racing
 from odin_env.cards import card_id
@@ -101,3 +104,20 @@ def test_race_by_spec() -> None:
     assert not make("search:64").race
     with pytest.raises(ValueError, match=":race"):
         make("search:64:race:race")
+
+
+@pytest.mark.parametrize(("ms", "rounds"), [(1e-6, 1), (5.0, 5)])
+def test_a_timed_race_stops_on_the_clock(ms, rounds, monkeypatch) -> None:
+    """``search:Nms:race``: with every candidate kept in the race and a clock that moves one
+    millisecond per reading, a race of ``ms`` plays rounds until ``ms`` have passed: one round
+    for a budget already spent after it, five for 5 ms."""
+    clock = iter(range(1000))
+    fake = SimpleNamespace(perf_counter=lambda: next(clock) / 1000.0)
+    monkeypatch.setattr(search_module, "time", fake)  # the search's clock only
+    monkeypatch.setattr(
+        search_module, "_still_racing", lambda outcomes: np.ones(outcomes.shape[1], bool)
+    )
+    obs, mask = _going_out()
+    agent = _Counted(seed=5, ms=ms, race=True)
+    agent.act(obs, mask)
+    assert agent.playouts == rounds * RACE_ROUND * int(mask.sum())

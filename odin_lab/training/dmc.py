@@ -40,7 +40,7 @@ from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import episode_summary
 
 OPTIMIZERS = ("adam", "rmsprop")
-HORIZONS = ("episode", "hand")
+HORIZONS = ("episode", "hand", "win")
 EXPLORE, SHUFFLE, INIT, TABLES = 1, 2, 3, 4
 """Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
 exploration draws, the minibatch order, (at step 0) the network's initial weights, and the
@@ -119,7 +119,10 @@ class DMCConfig(QNetworkSettings):
     horizon: str = "hand"
     """Where a decision's return stops: ``hand`` (the end of the hand it was taken in, which
     pays the hand's penalty: later hands' deals, which the decision does not choose, only add
-    noise; needs ``reward`` penalty) or ``episode`` (its end: DouZero's return)."""
+    noise; needs ``reward`` penalty), ``episode`` (its end: DouZero's return) or ``win`` (the end
+    of its hand, valued by the seat's chance to win the game from the totals the hand left,
+    :func:`agents.search.win_chance`, exact when the hand ends the game: the objective the
+    search ranks by; ``gamma`` unused)."""
     epsilon: float = 0.05
     """Chance that an actor's decision is a uniformly random legal action (else the argmax of
     Q); with ``epsilon_start``, the rate it decays to."""
@@ -262,7 +265,8 @@ class DMCLearner:
         self.shuffle = th.Generator().manual_seed(
             spawn_seed(config.seed, GAMES_STREAM, steps, SHUFFLE)
         )
-        by_hand = self.settings.horizon == "hand"
+        by_hand = self.settings.horizon in ("hand", "win")
+        win = self.settings.horizon == "win"
         self.pools, self.collectors = [], []
         for k, players in enumerate(table_sizes(self.settings.other_tables, config)):
             # The first size keeps the seeds of a one-size run; another size k has sub-stream k.
@@ -277,7 +281,7 @@ class DMCLearner:
                 game, config.selfplay_batch, seed=spawn_seed(config.seed, GAMES_STREAM, *key)
             )
             self.collectors.append(
-                DMCCollector(games, pool, self.chooser(), rng, self.settings.gamma, by_hand)
+                DMCCollector(games, pool, self.chooser(), rng, self.settings.gamma, by_hand, win)
             )
         self.collector = self.collectors[0]
         if SELF in config.opponents and not self.snapshots:
@@ -360,7 +364,8 @@ class DMCLearner:
     def info(self) -> dict[str, Any]:
         """The ``model`` metadata of the current network (docs/model-format.md)."""
         sizes = table_sizes(self.settings.other_tables, self.config)
-        return dmc_info(self.settings.net, sizes[0] if len(sizes) == 1 else None)
+        players = sizes[0] if len(sizes) == 1 else None
+        return dmc_info(self.settings.net, players, horizon=self.settings.horizon)
 
     def snapshot(self) -> None:
         snap = DMCAgent(self.state(), self.info(), name=SELF)

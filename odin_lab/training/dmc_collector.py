@@ -11,7 +11,9 @@ agents, one call per agent. Rewards are credited as PPO's collector credits them
 gets everything its seat was paid from that decision (included) until the seat's next decision
 or the episode's end (a seat paid before its first decision of an episode has nothing to
 credit). When an episode ends (with ``by_hand``, when a hand ends), each seat's decisions since
-the last such end get their returns (:func:`discounted_returns`) and are ready;
+the last such end get their returns (:func:`discounted_returns`; with ``win``, every one of them
+the seat's chance to win the game from the totals the hand left, :func:`agents.search.win_chance`:
+exact when the hand ended the game) and are ready;
 :meth:`DMCCollector.collect` hands out the ready ones and keeps the others for later.
 """
 
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.search import win_chance
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_lab.training.collector import FinishedEpisode
@@ -71,8 +74,10 @@ class DMCCollector:
 
     ``greedy(obs, mask) -> actions``: the learner's argmax-Q choice for rows of observations and
     masks; ``rng``: the exploration draws; ``by_hand``: a decision's return stops at the end of
-    its hand (what later hands pay is not counted), else at the episode's end. One collector for
-    the whole run: episodes in progress carry over from one :meth:`collect` to the next."""
+    its hand (what later hands pay is not counted), else at the episode's end; ``win`` (with
+    ``by_hand``): the return of each decision of a hand is its seat's win chance from the totals
+    the hand left, not what it was paid. One collector for the whole run: episodes in progress
+    carry over from one :meth:`collect` to the next."""
 
     def __init__(
         self,
@@ -82,11 +87,14 @@ class DMCCollector:
         rng: np.random.Generator,
         gamma: float,
         by_hand: bool = False,
+        win: bool = False,
     ):
+        if win and not by_hand:
+            raise ValueError("win returns are valued at a hand's end: they need by_hand")
         if not games.auto_forced:
             raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
         self.games, self.pool, self.greedy, self.rng, self.gamma = games, pool, greedy, rng, gamma
-        self.by_hand = by_hand
+        self.by_hand, self.win = by_hand, win
         batch, players = games.batch, games.config.players
         # The decisions of episodes in progress (and finished ones not yet handed out), one row
         # each; `prev` links a decision to its seat's previous one in the episode (-1: none).
@@ -152,17 +160,21 @@ class DMCCollector:
             picked = np.asarray(members)
             out[picked] = agent.act_batch(self.games.obs[picked], self.games.mask[picked])
 
-    def _settle(self, game: int) -> None:
+    def _settle(self, game: int, values: np.ndarray | None = None) -> None:
         """The returns of ``game``'s open decision chains are known: every seat's decisions
-        since the chain began get theirs and are ready."""
-        for i in self._open[game][self._open[game] >= 0].tolist():
+        since the chain began get theirs and are ready (``values``: each seat's return for all of
+        its decisions, instead of their discounted rewards)."""
+        for seat in np.flatnonzero(self._open[game] >= 0).tolist():
+            i = int(self._open[game, seat])
             chain = []
             while i >= 0:
                 chain.append(i)
                 i = int(self._prev[i])
             chain.reverse()
-            returns = discounted_returns(self._rewards[chain].tolist(), self.gamma)
-            self._returns[chain] = returns
+            if values is None:
+                self._returns[chain] = discounted_returns(self._rewards[chain].tolist(), self.gamma)
+            else:
+                self._returns[chain] = values[seat]
             self._ready[chain] = True
             self._n_ready += len(chain)
         self._open[game] = -1
@@ -214,8 +226,16 @@ class DMCCollector:
         # paid before its first decision of the episode has nothing to credit.
         self._rewards[self._open[owned]] += games.rewards[owned]
         settled = (games.done | games.hand_end) if self.by_hand else games.done
-        for game in np.flatnonzero(settled).tolist():
-            self._settle(game)
+        ended = np.flatnonzero(settled)
+        values = [None] * ended.size
+        if self.win and ended.size:
+            # The totals the hand left: a game that ended shows them in final_totals, the
+            # others carry them into the hand just dealt.
+            totals = np.where(games.done[ended, None], games.final_totals[ended],
+                              games.totals()[ended])  # fmt: skip
+            values = win_chance(totals, games.config.threshold)
+        for game, value in zip(ended.tolist(), values):
+            self._settle(game, value)
         self._hand[games.hand_end] += 1
         for game in np.flatnonzero(games.done).tolist():
             self._close(game)
