@@ -323,6 +323,41 @@ def test_a_model_file_names_what_its_values_estimate(horizon, tmp_path):
     assert value_horizon({k: v for k, v in info.items() if k != "horizon"}) == "hand"
 
 
+def test_an_init_of_another_horizon_gets_its_head_refitted_keeping_its_choices(tmp_path):
+    """A win-horizon run from a hand-penalty network: before its first update the last layer
+    maps the values affinely onto the targets (least squares, positive slope), so every row's
+    choice is the same and the values' mean is the targets'; a same-horizon init is untouched."""
+    init = _learner(horizon="hand").write_player(tmp_path / "hand.safetensors", {})
+    games = BatchedGames(Config(players=4), batch=64, seed=4)
+    obs, mask = games.obs.copy(), games.mask.copy()
+    rows, actions = np.nonzero(mask)
+    hand = make(f"dmc:{init}").values(obs, mask)[rows, actions]
+    noise = np.random.default_rng(0).normal(0.0, 0.05, size=rows.size)
+    returns = (0.25 + 0.03 * hand + noise).astype(np.float32)  # values rising with the init's
+    for horizon, refits in (("win", True), ("hand", False)):
+        learner = _learner(horizon=horizon, init=str(init))
+        assert learner.refit_head == refits
+        before = learner.greedy(obs, mask)
+        q0 = DMCAgent(learner.state(), learner.info()).values(obs, mask)[rows, actions]
+        if refits:
+            learner._refit_head(
+                th.as_tensor(obs[rows]), th.as_tensor(actions), th.as_tensor(returns)
+            )
+        q1 = DMCAgent(learner.state(), learner.info()).values(obs, mask)[rows, actions]
+        np.testing.assert_array_equal(learner.greedy(obs, mask), before)
+        if refits:
+            slope, shift = np.polyfit(q0, returns, 1)
+            np.testing.assert_allclose(q1, slope * q0 + shift, atol=1e-4)
+            assert q1.mean() == pytest.approx(returns.mean(), abs=1e-4)
+            assert not learner.refit_head  # once, before the first update only
+        else:
+            np.testing.assert_array_equal(q1, q0)
+    # Targets falling as the values rise: no negative slope (that would reverse the choices).
+    learner = _learner(horizon="win", init=str(init))
+    learner._refit_head(th.as_tensor(obs[rows]), th.as_tensor(actions), th.as_tensor(-returns))
+    np.testing.assert_array_equal(learner.greedy(obs, mask), before)
+
+
 def _other_hidden_cards(game: Game, rng: np.random.Generator) -> Game:
     """The same position with the cards the acting seat cannot see (other seats' cards that were
     not shown, the cards set aside) dealt anew among their places."""

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from agents.dmc import DMCAgent, dmc_info, read_dmc_model
+from agents.dmc import DMCAgent, dmc_info, read_dmc_model, value_horizon
 from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
@@ -236,12 +236,16 @@ class DMCLearner:
         with th.random.fork_rng(devices=[]):
             th.manual_seed(spawn_seed(config.seed, GAMES_STREAM, 0, INIT))
             self.net = QNetwork(list(self.settings.net))
+        # An init network of another horizon values in other units: its head is refitted to
+        # the first update's targets before that update (_refit_head).
+        self.refit_head = False
         if config.init:
             try:
-                _, state = read_dmc_model(config.init)
+                info, state = read_dmc_model(config.init)
                 self.net.load_state_dict({k: th.from_numpy(v.copy()) for k, v in state.items()})
             except (FileNotFoundError, ValueError, RuntimeError) as error:
                 raise TrainingError(f"--init {config.init}: {str(error).splitlines()[0]}") from None
+            self.refit_head = value_horizon(info) != self.settings.horizon
         self.net.to(self.device)
         if self.settings.optimizer == "rmsprop":
             self.optimizer: th.optim.Optimizer = th.optim.RMSprop(
@@ -342,6 +346,8 @@ class DMCLearner:
         obs = th.as_tensor(batch.obs, device=device)
         actions = th.as_tensor(batch.actions, device=device)
         returns = th.as_tensor(batch.returns, device=device)
+        if self.refit_head and self.n_updates == 0:
+            self._refit_head(obs, actions, returns)
         losses = []
         self.net.train()
         for _ in range(settings.epochs):
@@ -356,6 +362,28 @@ class DMCLearner:
                 losses.append(float(loss.detach()))
         self.net.eval()
         return {"train/q_loss": float(np.mean(losses)), "train/decisions": float(len(batch))}
+
+    def _refit_head(self, obs: th.Tensor, actions: th.Tensor, returns: th.Tensor) -> None:
+        """Map the network's values affinely, ``a * Q + b`` with ``a > 0`` (the least-squares fit
+        of ``returns`` on ``Q``; where they do not rise together, ``a`` matches their spreads),
+        by rescaling the last layer: the actions' order, and so the player, stay as they were,
+        and the first updates fit the new targets without tearing down the features an init
+        network of another horizon brings (its values are in other units: penalty, not win
+        chance)."""
+        with th.no_grad():
+            q = self.net(obs, actions).double()
+            target = returns.double()
+            spread = q.var(unbiased=False)
+            slope = ((q - q.mean()) * (target - target.mean())).mean() / spread
+            if not bool(th.isfinite(slope)) or slope <= 0:
+                slope = target.std(unbiased=False) / spread.sqrt()
+            if not bool(th.isfinite(slope)) or slope <= 0:
+                slope = th.tensor(1.0, dtype=th.float64)
+            shift = target.mean() - slope * q.mean()
+            head = self.net.q
+            head.bias.copy_(slope * head.bias.double() + shift)
+            head.weight.mul_(slope)
+        self.refit_head = False
 
     def state(self) -> dict[str, np.ndarray]:
         """The network's arrays (a copy), by their names."""
