@@ -17,6 +17,7 @@ from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.training import make_config, train
+from odin_lab.training.dmc import DMCLearner
 from odin_lab.training.exit import LABELS, ExItLearner
 from odin_lab.training.learner import GAMES_STREAM
 
@@ -114,6 +115,28 @@ def test_the_fit_moves_the_network_onto_the_labels(tmp_path):
     assert last["train/q_loss"] < 0.25 * first["train/q_loss"]
     assert last["train/agreement"] > first["train/agreement"]
     assert last["train/candidates"] == sum(len(a) for _, a, _ in labels) > 24
+
+
+def test_a_win_valued_init_has_its_head_refitted_to_the_penalty_labels(tmp_path):
+    """Expert iteration from a network of DMC's win horizon (values in win chance, the labels
+    in penalty): its first fit refits the head onto the labels once, and that refit (pairs
+    read through the labels' rows) more than halves the loss of the raw values."""
+    dmc = make_config("dmc", runs_dir=str(tmp_path), net=[32, 16], horizon="win",
+                      game=Config(players=3))  # fmt: skip
+    path = DMCLearner(dmc).write_player(tmp_path / "win.safetensors", {})
+    learner = _learner(tmp_path / "x", init=str(path))
+    assert learner.refit_head and learner.info()["horizon"] == "hand"  # its labels' units
+    obs, mask = _positions(24)
+    learner.expert(obs, mask)
+    learner._fit(learner.labels)
+    assert not learner.refit_head  # refitted once, at the first fit
+    plain = _learner(tmp_path / "y", init=str(path))
+    plain.refit_head = False  # the same start without the refit
+    plain.expert(obs, mask)
+    raw = _loss(plain, plain.labels)
+    obs_t, actions, rows, targets, _, _ = plain._tensors(plain.labels)
+    plain._refit_head(obs_t, actions, targets, rows)
+    assert _loss(plain, plain.labels) < 0.5 * raw
 
 
 def _loss(learner: ExItLearner, labels: list) -> float:

@@ -363,15 +363,21 @@ class DMCLearner:
         self.net.eval()
         return {"train/q_loss": float(np.mean(losses)), "train/decisions": float(len(batch))}
 
-    def _refit_head(self, obs: th.Tensor, actions: th.Tensor, returns: th.Tensor) -> None:
+    def _refit_head(
+        self,
+        obs: th.Tensor,
+        actions: th.Tensor,
+        returns: th.Tensor,
+        rows: th.Tensor | None = None,
+    ) -> None:
         """Map the network's values affinely, ``a * Q + b`` with ``a > 0`` (the least-squares fit
         of ``returns`` on ``Q``; where they do not rise together, ``a`` matches their spreads),
         by rescaling the last layer: the actions' order, and so the player, stay as they were,
         and the first updates fit the new targets without tearing down the features an init
         network of another horizon brings (its values are in other units: penalty, not win
-        chance)."""
+        chance). ``rows``: as :meth:`QNetwork.forward`'s."""
         with th.no_grad():
-            q = self.net(obs, actions).double()
+            q = self.net(obs, actions, rows).double()
             target = returns.double()
             spread = q.var(unbiased=False)
             slope = ((q - q.mean()) * (target - target.mean())).mean() / spread

@@ -194,6 +194,8 @@ class ExItLearner(DMCLearner):
         before the fit."""
         settings = self.settings
         obs, actions, rows, targets, starts, sizes = self._tensors(labels)
+        if self.refit_head and self.n_updates == 0:  # an init network of another horizon
+            self._refit_head(obs, actions, targets, rows)
         with th.no_grad():
             q = self.net(obs, actions, rows).cpu().numpy()
         target = targets.cpu().numpy()
