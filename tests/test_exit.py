@@ -60,8 +60,10 @@ def test_the_search_takes_a_batched_agent_as_its_playout_policy():
         score_candidates(obs[0], mask[0], rollouts=8, policy="nobody")
 
 
-def test_every_candidate_is_labelled_with_minus_the_searchs_mean_penalty(tmp_path):
-    learner = _learner(tmp_path, seed=7)
+@pytest.mark.parametrize("horizon", ["hand", "win"])
+def test_every_candidate_is_labelled_with_the_searchs_mean_outcome(horizon, tmp_path):
+    """``horizon`` hand: minus the search's mean penalty; win: its mean win chance."""
+    learner = _learner(tmp_path, seed=7, horizon=horizon)
     obs, mask = _positions(2)
     chosen = learner.expert(obs, mask)
     seeds = np.random.default_rng(spawn_seed(7, GAMES_STREAM, 0, LABELS))
@@ -70,7 +72,7 @@ def test_every_candidate_is_labelled_with_minus_the_searchs_mean_penalty(tmp_pat
         scores = score_candidates(obs[k], mask[k], rollouts=16, seed=int(seeds.integers(2**63)))
         assert np.array_equal(seen, obs[k])
         assert np.array_equal(actions, np.flatnonzero(mask[k]))  # every legal action, soft
-        assert np.allclose(targets, -scores.penalty)
+        assert np.allclose(targets, -scores.penalty if horizon == "hand" else scores.win)
         assert chosen[k] == scores.best  # the seat plays the search's choice
     one = np.zeros_like(mask[:1])
     one[0, np.flatnonzero(mask[0])[0]] = 1
@@ -213,6 +215,7 @@ def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
     [
         ({"rollouts": 0}, "rollouts must be an integer 1-100,000"),
         ({"playout": "nobody"}, "playout must be one of"),
+        ({"horizon": "episode"}, "horizon must be one of hand, win"),
         ({"epsilon": 1.5}, "epsilon must be a finite number in [0, 1]"),
         ({"decisions_per_update": 0}, "decisions_per_update must be a positive integer"),
         ({"replay": -1}, "replay must be an integer 0-1,000,000"),

@@ -11,10 +11,12 @@ sampled layouts; with ``top``, only the ``top`` candidates the network values mo
 of the update are searched and labelled (as ``search:N:net`` searches its prior's shortlist), so
 each gets more of the playouts. The seat plays the search's choice (or, with chance
 ``epsilon``, a uniformly random legal action), and each update regresses ``Q(o, a)`` of every
-searched candidate onto minus its mean penalty: soft targets, in the units of DMC's hand returns
-(so a DMC model is a warm start, ``--init``). The playouts are played by ``playout``: a batched
-heuristic, or ``learner``, the network as it was at the start of the update (the expert improves
-with its apprentice).
+searched candidate onto minus its mean penalty (``horizon`` hand: soft targets, in the units of
+DMC's hand returns, so a DMC model is a warm start, ``--init``) or onto its mean win chance
+(``horizon`` win: the outcome the search ranks by, so the network learns the search's ranking,
+not the penalty's; a DMC model of the other horizon starts with its head refitted). The
+playouts are played by ``playout``: a batched heuristic, or ``learner``, the network as it was at
+the start of the update (the expert improves with its apprentice).
 
 A label costs a search, so with ``replay`` the latest labelled decisions are kept and each
 update fits minibatches drawn from all of them (Anthony et al. retrain on the data set so far):
@@ -53,6 +55,8 @@ LEARNER_PLAYOUT = "learner"
 """``playout``: the search plays out with the network being trained."""
 MAX_REPLAY = 1_000_000
 """Most labelled decisions ``replay`` keeps (each holds an observation: about 2.3 KB)."""
+LABEL_HORIZONS = ("hand", "win")
+"""What a label can be (:attr:`ExItConfig.horizon`)."""
 LABELS = 4
 """Sub-stream of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, LABELS)``): the
 seeds of the searches (DMC's sub-streams are 1-3)."""
@@ -85,9 +89,14 @@ class ExItConfig(QNetworkSettings):
     update then draws as many minibatches as epochs passes over its own labels would take,
     uniformly from the kept ones."""
 
-    # Not settings: the actors' returns are DMC's, by hand (they are logged, not learned).
+    horizon: str = "hand"
+    """What a searched candidate is labelled with: ``hand`` (minus its mean penalty for the hand,
+    in the units of DMC's hand returns) or ``win`` (its mean win chance once the hand ends,
+    :func:`agents.search.win_chance`: the outcome the search ranks the candidates by). The
+    actors' returns, logged and not learned, are DMC's of the same horizon."""
+
+    # Not a setting: the actors' returns are DMC's (logged, not learned).
     gamma = 1.0
-    horizon = "hand"
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
@@ -97,6 +106,10 @@ class ExItConfig(QNetworkSettings):
         check_count("replay", self.replay, 0, MAX_REPLAY)
         check_count("top", self.top, 0, NUM_ACTIONS)
         check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
+        if self.horizon not in LABEL_HORIZONS:
+            raise ValueError(
+                f"horizon must be one of {', '.join(LABEL_HORIZONS)}; got {self.horizon!r}"
+            )
         playouts = [*HEURISTICS, LEARNER_PLAYOUT]
         if self.playout not in playouts:
             raise ValueError(f"playout must be one of {', '.join(playouts)}; got {self.playout!r}")
@@ -162,7 +175,8 @@ class ExItLearner(DMCLearner):
                 obs[k], searched, rollouts=self.settings.rollouts,
                 seed=int(self.seeds.integers(2**63)), policy=self.playout,
             )  # fmt: skip
-            targets = -scores.penalty.astype(np.float32)
+            won = self.settings.horizon == "win"
+            targets = (scores.win if won else -scores.penalty).astype(np.float32)
             self.labels.append((obs[k].copy(), scores.actions.astype(np.int64), targets))
             out[k] = scores.best
         return out
