@@ -154,6 +154,93 @@ def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest
     assert not [p for p in killed.iterdir() if p.name.startswith(".")]  # no staging left
 
 
+ROW_STUDIES = {
+    "seating": ["seating", "--agent", "greedy", "--players", "2", "3", "4", "5", "--start-rule",
+                "rotate", "--games", "1500"],
+    "thresholds": ["thresholds", "--agents", "greedy", "random", "--thresholds", "5", "7", "9",
+                   "11", "13", "--games", "1500"],
+    "goat": ["goat", "--agent", "greedy", "--players", "2", "3", "4", "--games", "1500"],
+}  # fmt: skip
+"""Studies of several rows, each long enough that a kill right after the first row's save finds
+the study still running."""
+
+
+@pytest.mark.parametrize("command", sorted(ROW_STUDIES))
+def test_kill_9_keeps_a_studys_rows_saved_as_they_finished_and_resume_plays_the_rest(
+    command, tmp_path
+):
+    """``kill -9`` (no handler runs) right after a study saved its first row: its JSON holds the
+    rows finished, marked partial, and ``--resume`` plays the others, to the very JSON and CSV
+    of a study never stopped."""
+    common = [*ROW_STUDIES[command], "--seed", "6", "--workers", "1", "--no-progress"]
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    proc = start("evaluate.py", *common, "--out", str(killed))
+    saved = killed / f"{command}.json"
+    try:
+        deadline = time.monotonic() + 120
+        while not saved.exists():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "no row saved in 120 s"
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL  # killed, not finished
+    partial = json.loads(saved.read_text())
+    field = "rows" if command == "thresholds" else "cells"
+    assert partial["partial"] is True and len(partial[field]) >= 1
+    assert evaluate.main([*common, "--out", str(killed), "--resume"]) == 0
+    assert evaluate.main([*common, "--out", str(whole)]) == 0
+    for name in (f"{command}.json", f"{command}.csv"):
+        assert (killed / name).read_bytes() == (whole / name).read_bytes(), name
+    assert (killed / f"{command}.png").exists()
+    assert not [p for p in killed.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (["--seed", "7"], "was made with seed 6, not 7"),
+        (["--games", "9"], "was made with games_per_cell 8, not 9"),
+        (["--players", "3", "2"], "was made with config players 2, not 3"),
+        (["--start-rule", "winner"], "cells[0] is not the study's row 0"),
+    ],
+)
+def test_resume_refuses_a_partial_study_of_other_settings_in_one_line(
+    change, named, tmp_path, monkeypatch, capsys
+):
+    argv = ["seating", "--agent", "greedy", "--players", "2", "3", "--start-rule", "rotate",
+            "--games", "8", "--seed", "6", "--no-progress"]  # fmt: skip
+    out = tmp_path / "s"
+    real, calls = studies.play_tournament, []
+
+    def play(*args, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(studies, "play_tournament", play)
+    assert evaluate.main([*argv, "--out", str(out)]) == 130
+    before = snapshot(out)
+    changed = list(argv)
+    for flag, *values in [change]:
+        at = changed.index(flag)
+        changed[at + 1 : at + 1 + len(values)] = values
+    capsys.readouterr()
+    assert evaluate.main([*changed, "--out", str(out), "--resume"]) == 2
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and named in said[0], said
+    assert snapshot(out) == before
+    # A complete study has nothing to resume; a folder without one, nothing to read.
+    monkeypatch.setattr(studies, "play_tournament", real)
+    assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 0
+    assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 2
+    assert "is complete; nothing to resume" in capsys.readouterr().err
+    assert evaluate.main([*argv, "--out", str(tmp_path / "none"), "--resume"]) == 2
+    assert "--resume: cannot read" in capsys.readouterr().err
+
+
 def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
     out = tmp_path / "lb"
     proc = start(
@@ -172,7 +259,7 @@ def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["seating", "thresholds"])
-def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_offers_no_resume(
+def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_resume_plays_the_rest(
     command, tmp_path, monkeypatch, capsys
 ):
     real, calls = studies.play_tournament, []
@@ -195,14 +282,24 @@ def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_offers_no_r
     said = lines_of(capsys.readouterr().err)
     assert said == [
         f"evaluate.py {command}: interrupted: the rows finished (1 of 2) are in {out}/ "
-        "(marked partial); run it again for the rest"
+        "(marked partial); add --resume to play the rest"
     ]
     saved = json.loads((out / f"{command}.json").read_text())
     assert saved["partial"] is True
     assert len(saved["cells" if command == "seating" else "rows"]) == 1
     assert (out / "provenance.json").exists() and not (out / f"{command}.png").exists()
-    # Stopped before a row finished: nothing written, and the message says so.
+    # --resume plays the second row only, to the result of a study never stopped.
     calls[:] = [1, 1]
+    assert evaluate.main([*argv, "--no-progress", "--out", str(out), "--resume"]) == 0
+    assert len(calls) == 3  # one more tournament: the missing row's
+    whole = tmp_path / "whole"
+    monkeypatch.setattr(studies, "play_tournament", real)
+    assert evaluate.main([*argv, "--no-progress", "--out", str(whole)]) == 0
+    for name in (f"{command}.json", f"{command}.csv"):
+        assert (out / name).read_bytes() == (whole / name).read_bytes(), name
+    assert (out / f"{command}.png").exists()
+    capsys.readouterr()
+    # Stopped before a row finished: nothing written, and the message says so.
     monkeypatch.setattr(studies, "play_tournament", lambda *a, **k: (_ for _ in ()).throw(
         KeyboardInterrupt))  # fmt: skip
     before = snapshot(out)

@@ -27,8 +27,9 @@ code 2 and a one-line error, before any game; so does a full disk or an unwritab
 A results folder always describes one run: it is written beside itself and moved into place,
 so an earlier result there is replaced whole or left whole (``odin_lab.evaluation.results``).
 Ctrl-C (or a second one, or SIGTERM) keeps the finished work and says what it kept (exit 130);
-a tournament also writes its finished deals as it goes (at most once a minute), so ``kill -9``
-loses only the games since (``--resume`` plays the rest).
+a tournament also writes its finished deals as it goes (at most once a minute), and the
+seating, thresholds and goat studies each row as it finishes, so ``kill -9`` loses only the work
+since (``--resume`` plays the rest).
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ from odin_lab.commands.common import (
 )
 
 PROG = cli.program("evaluate.py")
+
+
+def _resume_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the partial result in --out (after Ctrl-C or a kill) with the same "
+        "settings",
+    )  # fmt: skip
 
 
 def _game_flags(
@@ -101,10 +110,7 @@ def parser() -> argparse.ArgumentParser:
         help="batched: many games at once (every agent but search); auto: batched when every "
         "agent allows it; single: one game at a time",
     )  # fmt: skip
-    t.add_argument(
-        "--resume", action="store_true",
-        help="continue the partial result in --out (after Ctrl-C) with the same settings",
-    )  # fmt: skip
+    _resume_flag(t)
     _game_flags(t)
 
     s = sub.add_parser(
@@ -117,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
         default=["rotate", "winner"], help=", ".join(FIRST_PLAYER_RULES),
     )  # fmt: skip
     s.add_argument("--out", type=cli_path, default=Path("results/seating"))
+    _resume_flag(s)
     _game_flags(s, players_many=True)
 
     h = sub.add_parser(
@@ -129,6 +136,7 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
     h.add_argument("--games", type=int, default=2000, help="games per threshold")
     h.add_argument("--out", type=cli_path, default=Path("results/thresholds"))
+    _resume_flag(h)
     _game_flags(h)
 
     g = sub.add_parser(
@@ -142,6 +150,7 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--first-player", choices=FIRST_PLAYER_RULES, default="rotate")
     g.add_argument("--out", type=cli_path, default=Path("results/goat"))
+    _resume_flag(g)
     _game_flags(g, players_many=True, goat=False)
 
     b = sub.add_parser(
@@ -349,12 +358,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             return cli.fail(prog, e)
 
-    from odin_lab.evaluation import results, studies
+    from odin_lab.evaluation import results, showcase
     from odin_lab.evaluation.provenance import provenance
 
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
     if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
-        specs = studies.showcase_agents()
+        specs = showcase.showcase_agents()
     with results.stop_once():  # a second Ctrl-C waits for the finished work to be written
         try:
             text = _study(args, config, provenance(specs))
@@ -372,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str:
     """Play and write the study of ``args.command``; return its printed text."""
-    from odin_lab.evaluation import studies
+    from odin_lab.evaluation import showcase, studies
     from odin_lab.evaluation.leaderboard import leaderboard
 
     progress = not args.no_progress
@@ -385,14 +394,14 @@ def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str
     if args.command == "seating":
         return studies.seating(
             args.agent, args.players, args.first_player, args.games, args.seed, args.out,
-            config, args.workers, **common,
+            config, args.workers, resume=args.resume, **common,
         )[1]  # fmt: skip
     if args.command == "goat":
         from odin_lab.evaluation.goat_study import goat_study
 
         return goat_study(
             args.agent, args.players, args.games, args.seed, args.out, config, args.workers,
-            **common,
+            resume=args.resume, **common,
         )[1]  # fmt: skip
     if args.command == "leaderboard":
         return leaderboard(
@@ -402,9 +411,9 @@ def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str
     if args.command == "thresholds":
         return studies.thresholds(
             args.agents, args.thresholds, args.games, args.seed, args.out, config,
-            args.workers, **common,
+            args.workers, resume=args.resume, **common,
         )[1]  # fmt: skip
-    return studies.showcase(args.out, args.workers, args.games, seed=args.seed, **common)
+    return showcase.showcase(args.out, args.workers, args.games, seed=args.seed, **common)
 
 
 def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
@@ -425,7 +434,7 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
             "(marked partial); run it again for every table"
         )
     elif isinstance(stop, Interrupted) and stop.kept:
-        said = f"{stop.kept} are in {out}/ (marked partial); run it again for the rest"
+        said = f"{stop.kept} are in {out}/ (marked partial); add --resume to play the rest"
     elif not isinstance(stop, (TournamentInterrupted, LeaderboardInterrupted, Interrupted)) and (
         Path(out) in committed
     ):

@@ -5,6 +5,7 @@ and :mod:`odin_env` only.
 - :mod:`odin_lab.evaluation.tournament`: seeded, seat-rotated games on either engine, in parallel;
 - :mod:`odin_lab.evaluation.distributed`: Ray (optional): connecting to a cluster, tasks in order;
 - :mod:`odin_lab.evaluation.stats`: win rates with Wilson intervals, seat effects, ratings;
-- :mod:`odin_lab.evaluation.studies`: the tournament, seating, thresholds and showcase studies;
+- :mod:`odin_lab.evaluation.studies`: the tournament, seating and thresholds studies;
+- :mod:`odin_lab.evaluation.showcase`: what ``make run`` shows;
 - :mod:`odin_lab.evaluation.analysis`: what the notebooks need beyond those.
 """

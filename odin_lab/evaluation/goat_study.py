@@ -14,7 +14,8 @@ Goat and ``games`` with it (no seat rotation: every seat holds the same agent). 
 
 :func:`goat_study` writes ``goat.json``, ``goat.csv`` and ``goat.png`` (and ``.pdf``) as the
 other studies do (:mod:`odin_lab.evaluation.studies`: one run per folder, written beside it and
-moved into place; Ctrl-C keeps the rows finished, marked partial); ``evaluate.py goat`` runs it.
+moved into place; each row saved as it finishes, marked partial; ``--resume``);
+``evaluate.py goat`` runs it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from odin_env.rules import Config
 from odin_lab.evaluation import figures, stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, goat_hands
-from odin_lab.evaluation.results import Interrupted, results_folder
+from odin_lab.evaluation.results import results_folder
+from odin_lab.evaluation.rows import play_rows, resumed_rows
 from odin_lab.evaluation.studies import _interval, write_study
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 
@@ -46,34 +48,38 @@ def goat_study(
     progress: bool = True,
     ray: str | None = None,
     provenance: dict | None = None,
+    resume: bool = False,
 ) -> tuple[dict, str]:
     """Play the study (module docstring) and write its files under ``out``; return the
     summary and a readable table. The deals of a player count are the seeded deals of
     ``seed`` (a game with the Goat deals from a deck with it, so the two cells share the seed,
-    not the cards). Ctrl-C writes the rows finished (no figure; ``"partial": true``) and raises
-    :class:`~odin_lab.evaluation.results.Interrupted` saying so."""
-    cells: list[dict] = []
-    try:
-        for n in players:
-            for goat in (False, True):
-                config = replace(base, players=n, colours=None, goat=goat)
-                # Every seat holds the same agent, so rotating seats would replay the same games.
-                records = play_tournament(
-                    [agent] * n, config, games, seed, rotate=False, workers=workers,
-                    progress=progress, ray=ray,
-                )  # fmt: skip
-                cells.append(goat_cell(records, config))
-    except KeyboardInterrupt:
-        if not cells:
-            raise Interrupted("") from None
-        summary = _summary(cells, agent, base, seed, games, partial=True)
-        with results_folder(out, GOAT_FILES, provenance, interrupted=True) as stage:
+    not the cards). Each row is saved as it finishes (``"partial": true``, no figure;
+    :mod:`odin_lab.evaluation.rows`): Ctrl-C keeps the rows finished and raises
+    :class:`~odin_lab.evaluation.results.Interrupted` saying so; ``resume=True`` continues a
+    partial study of the same settings."""
+    out = Path(out)
+    plan = [{"players": n, "goat": goat} for n in players for goat in (False, True)]
+
+    def play(row: dict) -> dict:
+        config = replace(base, players=row["players"], colours=None, goat=row["goat"])
+        # Every seat holds the same agent, so rotating seats would replay the same games.
+        records = play_tournament(
+            [agent] * config.players, config, games, seed, rotate=False, workers=workers,
+            progress=progress, ray=ray,
+        )  # fmt: skip
+        return goat_cell(records, config)
+
+    def save(cells: list[dict], partial: bool, stopping: bool) -> None:
+        summary = _summary(cells, agent, base, seed, games, partial=partial)
+        with results_folder(out, GOAT_FILES, provenance, interrupted=stopping) as stage:
             _write_files(stage, summary)
-        planned = 2 * len(players)
-        raise Interrupted(f"the rows finished ({len(cells)} of {planned})") from None
-    summary = _summary(cells, agent, base, seed, games)
-    with results_folder(out, GOAT_FILES, provenance) as stage:
-        _write_files(stage, summary)
+
+    done = []
+    if resume:
+        key = _summary([], agent, base, seed, games)
+        del key["cells"]
+        done = resumed_rows(out / "goat.json", key, plan, "cells")
+    summary = _summary(play_rows(plan, play, save, done), agent, base, seed, games)
     return summary, goat_table(summary)
 
 

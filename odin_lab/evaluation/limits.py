@@ -16,6 +16,7 @@ name                       value             what it bounds
 ``MAX_LIVE_GAMES``         1,000             games the web app keeps live (``--max-games``)
 ``MAX_WORKERS``            256               worker processes of one evaluate.py command
 ``MAX_SPEC_CHARS``         4,096             one agent spec in a records file (a path's length)
+``MAX_SUMMARY_BYTES``      16 MiB            a partial study's summary read by ``--resume``
 =========================  ================  ===================================================
 
 The game's own limits (players, the threshold: 1-1,000) are ``odin_env.spec.Config``'s; the web
@@ -45,6 +46,9 @@ MAX_DECISIONS = 300_000
 """The most decisions (forced ones included) a replay walks before it refuses the game."""
 MAX_SPEC_CHARS = 4096
 """The longest agent spec a records file may name (``PATH_MAX`` on Linux)."""
+MAX_SUMMARY_BYTES = 16 * 2**20
+"""The largest partial study summary ``--resume`` reads (``seating.json``, ``thresholds.json``,
+``goat.json``), in bytes: a row is well under a kilobyte."""
 MAX_WORKERS = 256
 """The most worker processes one command starts (``--workers``): beyond the CPUs they only
 cost memory, and each is a whole Python process."""

@@ -1,14 +1,17 @@
-"""The studies behind ``evaluate.py``: a tournament, the seating study, the thresholds study, and
-the showcase that ``make run`` runs. Each one plays games (:mod:`odin_lab.evaluation.tournament`),
-summarises them (:mod:`odin_lab.evaluation.stats`), writes JSON, CSV and one figure
-(:mod:`odin_lab.evaluation.figures`, as PNG and PDF) under its output folder and returns its
-summary and a readable table. The folder always describes one run
+"""The studies behind ``evaluate.py``: a tournament, the seating study and the thresholds study
+(the showcase that ``make run`` runs is :mod:`odin_lab.evaluation.showcase`). Each one plays
+games (:mod:`odin_lab.evaluation.tournament`), summarises them (:mod:`odin_lab.evaluation.stats`),
+writes JSON, CSV and one figure (:mod:`odin_lab.evaluation.figures`, as PNG and PDF) under its
+output folder and returns its summary and a readable table. The folder always describes one run
 (:func:`odin_lab.evaluation.results.results_folder`): every file is written beside it first and
 moved into place at the end, so an earlier result is replaced whole or left whole, also on a
-full disk, and a Ctrl-C during the write waits for it. Ctrl-C during the games writes the work
-finished, marked ``"partial": true``, and raises a ``KeyboardInterrupt`` that says what was kept
-(:class:`~odin_lab.evaluation.tournament.TournamentInterrupted`: a tournament, which
-``resume=True`` continues; :class:`~odin_lab.evaluation.results.Interrupted`: the others).
+full disk, and a Ctrl-C during the write waits for it. The work finished is written as the
+study goes, marked ``"partial": true`` (a tournament's whole deals at most once a minute, a
+study's rows as each finishes: :mod:`odin_lab.evaluation.rows`), so ``kill -9`` costs only the
+work since; Ctrl-C writes it and raises a ``KeyboardInterrupt`` that says what was kept
+(:class:`~odin_lab.evaluation.tournament.TournamentInterrupted`: a tournament;
+:class:`~odin_lab.evaluation.results.Interrupted`: the others); ``resume=True`` continues a
+partial result of the same settings.
 
 Nothing written depends on the time or the number of workers, so a seeded study writes the same
 JSON, CSV and figure bytes every time.
@@ -34,8 +37,9 @@ from odin_lab.evaluation.records import (
     config_dict,
     records_text,
 )
-from odin_lab.evaluation.results import Interrupted, results_folder
+from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.resume import Saver, partial_records
+from odin_lab.evaluation.rows import play_rows, resumed_rows
 from odin_lab.evaluation.tournament import (
     GameRecord,
     TournamentInterrupted,
@@ -48,7 +52,6 @@ TOURNAMENT_FILES = ("tournament.json", "games.csv", "agents.csv", "tournament.pn
 SEATING_FILES = ("seating.json", "seating.csv", "seating.png", "seating.pdf", "provenance.json")
 THRESHOLDS_FILES = ("thresholds.json", "thresholds.csv", "thresholds.png", "thresholds.pdf",
                     "provenance.json")  # fmt: skip
-SHOWCASE_FILES = ("tournament", "seating", "showcase.txt", "provenance.json")
 
 # -- writing -----------------------------------------------------------------------------------
 
@@ -256,66 +259,40 @@ def seating(
     progress: bool = True,
     ray: str | None = None,
     provenance: dict | None = None,
+    resume: bool = False,
 ) -> tuple[dict, str]:
     """The same agent in every seat: win rate by position counted clockwise from the game's
     first leader, with 95% CIs and a chi-square test of no seat effect, for each player count
-    and first-player rule. Writes ``seating.json``, ``seating.csv`` and ``seating.png``.
-    Ctrl-C writes the rows finished (no figure; ``"partial": true``) and raises
-    :class:`~odin_lab.evaluation.results.Interrupted` saying so."""
-    cells: list[dict] = []
-    try:
-        for rule in rules:
-            for n in players:
-                config = replace(base, players=n, first_player=rule, colours=None)
-                # Every seat holds the same agent, so rotating seats would replay the same games.
-                records = play_tournament(
-                    [agent] * n, config, games, seed, rotate=False, workers=workers,
-                    progress=progress, ray=ray,
-                )  # fmt: skip
-                positions = stats.seat_win_rates(records, from_leader=True)
-                test = stats.no_seat_effect([p["wins"] for p in positions])
-                cells.append(
-                    {"players": n, "first_player": rule, "games": len(records),
-                     "positions": positions, **test}
-                )  # fmt: skip
-    except KeyboardInterrupt:
-        _write_seating(
-            cells, agent, base, seed, games, Path(out), provenance, len(rules) * len(players)
-        )
-        raise
-    summary = _write_seating(cells, agent, base, seed, games, Path(out), provenance)
+    and first-player rule. Writes ``seating.json``, ``seating.csv`` and ``seating.png``. Each
+    row is saved as it finishes (``"partial": true``, no figure; :mod:`odin_lab.evaluation.rows`):
+    Ctrl-C keeps the rows finished and raises :class:`~odin_lab.evaluation.results.Interrupted`
+    saying so; ``resume=True`` continues a partial study of the same settings."""
+    out = Path(out)
+    plan = [{"players": n, "first_player": rule} for rule in rules for n in players]
+    key = {"study": "seating", "agent": agent, "config": config_dict(base), "seed": seed,
+           "games_per_cell": games}  # fmt: skip
+
+    def play(row: dict) -> dict:
+        config = replace(base, players=row["players"], first_player=row["first_player"],
+                         colours=None)  # fmt: skip
+        # Every seat holds the same agent, so rotating seats would replay the same games.
+        records = play_tournament(
+            [agent] * config.players, config, games, seed, rotate=False, workers=workers,
+            progress=progress, ray=ray,
+        )  # fmt: skip
+        positions = stats.seat_win_rates(records, from_leader=True)
+        test = stats.no_seat_effect([p["wins"] for p in positions])
+        return {**row, "games": len(records), "positions": positions, **test}
+
+    def save(cells: list[dict], partial: bool, stopping: bool) -> None:
+        summary = {**key, "cells": cells, **({"partial": True} if partial else {})}
+        with results_folder(out, SEATING_FILES, provenance, interrupted=stopping) as stage:
+            _write_seating_files(stage, summary)
+
+    done = resumed_rows(out / "seating.json", key, plan, "cells") if resume else []
+    cells = play_rows(plan, play, save, done)
+    summary = {**key, "cells": cells}
     return summary, seating_table(summary)
-
-
-def _write_seating(
-    cells: list[dict],
-    agent: str,
-    base: Config,
-    seed: int,
-    games: int,
-    out: Path,
-    provenance: dict | None,
-    planned: int = 0,
-) -> dict:
-    """Write the seating study's files; ``planned``: the rows planned of a study interrupted
-    (its finished rows are written, marked partial, and :class:`Interrupted` raised)."""
-    if planned and not cells:
-        raise Interrupted("")
-    summary = {
-        "study": "seating",
-        "agent": agent,
-        "config": config_dict(base),
-        "seed": seed,
-        "games_per_cell": games,
-        "cells": cells,
-    }
-    if planned:
-        summary["partial"] = True
-    with results_folder(out, SEATING_FILES, provenance, interrupted=bool(planned)) as stage:
-        _write_seating_files(stage, summary)
-    if planned:
-        raise Interrupted(f"the rows finished ({len(cells)} of {planned})")
-    return summary
 
 
 def _write_seating_files(stage: Path, summary: dict) -> None:
@@ -369,64 +346,67 @@ def thresholds(
     progress: bool = True,
     ray: str | None = None,
     provenance: dict | None = None,
+    resume: bool = False,
 ) -> tuple[dict, str]:
     """For each threshold: the first agent's win rate, the hands per game and the draw rate,
     each with its 95% interval (Wilson for the rates, Student t for the mean). Writes
-    ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``. Ctrl-C writes the rows
-    finished (no figure; ``"partial": true``) and raises
-    :class:`~odin_lab.evaluation.results.Interrupted` saying so."""
-    rows: list[dict] = []
-    try:
-        _threshold_rows(rows, specs, values, games, seed, base, workers, progress, ray)
-    except KeyboardInterrupt:
-        summary = _thresholds_summary(rows, specs, base, seed, partial=True)
-        if not rows:
-            raise Interrupted("") from None
-        with results_folder(out, THRESHOLDS_FILES, provenance, interrupted=True) as stage:
+    ``thresholds.json``, ``thresholds.csv`` and ``thresholds.png``. Each row is saved as it
+    finishes (``"partial": true``, no figure; :mod:`odin_lab.evaluation.rows`): Ctrl-C keeps the
+    rows finished and raises :class:`~odin_lab.evaluation.results.Interrupted` saying so;
+    ``resume=True`` continues a partial study of the same settings."""
+    out = Path(out)
+    plan = [{"threshold": threshold} for threshold in values]
+
+    def play(row: dict) -> dict:
+        return _threshold_row(specs, row["threshold"], games, seed, base, workers, progress, ray)
+
+    def save(rows: list[dict], partial: bool, stopping: bool) -> None:
+        summary = _thresholds_summary(rows, specs, base, seed, partial)
+        with results_folder(out, THRESHOLDS_FILES, provenance, interrupted=stopping) as stage:
             _write_thresholds_files(stage, summary)
-        raise Interrupted(f"the rows finished ({len(rows)} of {len(values)})") from None
+
+    done = []
+    if resume:
+        key = _thresholds_summary([], specs, base, seed)
+        del key["rows"]
+        done = resumed_rows(out / "thresholds.json", key, plan, "rows")
+    rows = play_rows(plan, play, save, done)
     summary = _thresholds_summary(rows, specs, base, seed)
-    with results_folder(out, THRESHOLDS_FILES, provenance) as stage:
-        _write_thresholds_files(stage, summary)
     return summary, thresholds_table(summary)
 
 
-def _threshold_rows(
-    rows: list[dict],
+def _threshold_row(
     specs: Sequence[str],
-    values: Sequence[int],
+    threshold: int,
     games: int,
     seed: int,
     base: Config,
     workers: int,
     progress: bool,
     ray: str | None,
-) -> None:
-    """Play each threshold's games; append its row to ``rows`` as it finishes."""
-    for threshold in values:
-        config = replace(base, threshold=threshold)
-        deals = deals_for(games, config.players)
-        records = play_tournament(
-            specs, config, deals, seed, workers=workers, progress=progress, ray=ray
-        )
-        first = stats.agent_summary(records, specs)[0]
-        hands, hands_low, hands_high = stats.mean_interval([len(r.hands) for r in records])
-        draw_low, draw_high = stats.wilson(stats.draw_rate(records) * len(records), len(records))
-        rows.append(
-            {
-                "threshold": threshold,
-                "games": len(records),
-                "win_rate": first["win_rate"],
-                "ci_low": first["ci_low"],
-                "ci_high": first["ci_high"],
-                "mean_hands": hands,
-                "hands_ci_low": hands_low,
-                "hands_ci_high": hands_high,
-                "draw_rate": stats.draw_rate(records),
-                "draw_ci_low": draw_low,
-                "draw_ci_high": draw_high,
-            }
-        )
+) -> dict:
+    """Play one threshold's games; its row."""
+    config = replace(base, threshold=threshold)
+    deals = deals_for(games, config.players)
+    records = play_tournament(
+        specs, config, deals, seed, workers=workers, progress=progress, ray=ray
+    )
+    first = stats.agent_summary(records, specs)[0]
+    hands, hands_low, hands_high = stats.mean_interval([len(r.hands) for r in records])
+    draw_low, draw_high = stats.wilson(stats.draw_rate(records) * len(records), len(records))
+    return {
+        "threshold": threshold,
+        "games": len(records),
+        "win_rate": first["win_rate"],
+        "ci_low": first["ci_low"],
+        "ci_high": first["ci_high"],
+        "mean_hands": hands,
+        "hands_ci_low": hands_low,
+        "hands_ci_high": hands_high,
+        "draw_rate": stats.draw_rate(records),
+        "draw_ci_low": draw_low,
+        "draw_ci_high": draw_high,
+    }
 
 
 def _thresholds_summary(
@@ -472,49 +452,3 @@ def thresholds_table(summary: dict) -> str:
             f"{100 * r['draw_rate']:7.1f} {_interval(r['draw_ci_low'], r['draw_ci_high'])}"
         )
     return "\n".join(lines)
-
-
-# -- showcase ----------------------------------------------------------------------------------
-
-
-def showcase_agents() -> list[str]:
-    """The built-in agents for ``make run``: the bundled PPO agent when it loads, then the
-    heuristics strongest first, then random to fill four seats."""
-    from agents import make
-    from agents.heuristics import HEURISTICS
-
-    specs = []
-    try:
-        make("ppo")
-        specs.append("ppo")
-    except Exception:  # noqa: BLE001 - no bundled model (or no torch): show the rest
-        pass
-    specs += list(reversed(list(HEURISTICS)))
-    specs.append("random")
-    return specs[:4] if len(specs) > 4 else specs
-
-
-def showcase(out: Path, workers: int = 1, games: int = 800, seating_games: int = 600,
-             seed: int = 0, progress: bool = True, ray: str | None = None,
-             provenance: dict | None = None) -> str:  # fmt: skip
-    """What ``make run`` shows: a tournament of the built-in agents and a seat-effect table.
-    Returns the printed text (also written to ``showcase.txt``). Written as one result: Ctrl-C
-    leaves an earlier showcase whole and raises :class:`~odin_lab.evaluation.results.Interrupted`
-    (nothing kept: the showcase has no resume)."""
-    specs = showcase_agents()
-    config = Config(players=len(specs))
-    try:
-        with results_folder(out, SHOWCASE_FILES, provenance, hold=False) as stage:
-            _, table = tournament(
-                specs, config, games, seed, stage / "tournament", workers, progress, ray=ray
-            )
-            # greedy's games take this process a few seconds, less than starting workers would.
-            _, seats = seating(
-                "greedy", [config.players], ["rotate", "winner"], seating_games, seed,
-                stage / "seating", config, 1, progress, ray,
-            )  # fmt: skip
-            text = f"{table}\n\n{seats}\n"
-            write_atomic(stage / "showcase.txt", text.encode())
-    except KeyboardInterrupt:
-        raise Interrupted("") from None
-    return text
