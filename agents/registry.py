@@ -18,7 +18,8 @@ searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` netwo
 modelled as the network), ``:netself`` only the searcher's own seat, ``:netleaf`` cuts the
 playouts at the searcher's next decision and takes the network's value there (one network does
 all it is asked); ``:race`` makes the budget a cap, the candidates leaving as soon as they are
-clearly behind (:meth:`agents.search.SearchAgent._race`).
+clearly behind (:meth:`agents.search.SearchAgent._race`); ``:penalty`` ranks the candidates by
+their mean penalty for the hand instead of their mean win chance.
 Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
 but ``search``; :func:`has_batch_form` says which.
 
@@ -142,13 +143,14 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-SEARCH_OPTIONS = ("model", "net", "netplay", "netself", "netleaf", "race")
+SEARCH_OPTIONS = ("model", "net", "netplay", "netself", "netleaf", "race", "penalty")
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
 seats' observed passes), ``net`` (the bundled network shortlists the candidates), ``netplay``
 (the bundled network plays every seat of the playouts), ``netself`` (it plays the searcher's
 own seat of the playouts), ``netleaf`` (the playouts stop at the searcher's next decision,
-valued there by the network) and ``race`` (the budget is a cap: candidates leave as soon as
-they are clearly behind, :meth:`agents.search.SearchAgent._race`)."""
+valued there by the network), ``race`` (the budget is a cap: candidates leave as soon as
+they are clearly behind, :meth:`agents.search.SearchAgent._race`) and ``penalty`` (candidates
+ranked by their mean penalty for the hand, not their mean win chance)."""
 
 
 _NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own", "netleaf": "leaf"}

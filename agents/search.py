@@ -29,6 +29,9 @@ searcher would then have) stands for the rest of the hand. The sampled layouts s
 answers; the network, trained on whole hands, says what the position is worth. The candidates
 are then ranked by expected penalty, not win chance.
 
+With ``penalty`` (``search:N:penalty``) the candidates are ranked by their mean penalty for the
+hand (the fewest cards left), not by their mean win chance.
+
 With ``race`` (``search:N:race``) the budget is a cap: the playouts come in rounds of
 :data:`RACE_ROUND` worlds, every candidate still in the race played in each, and a candidate
 leaves once it is clearly behind the leader on the worlds they share (:meth:`SearchAgent._race`),
@@ -203,7 +206,9 @@ class SearchAgent:
     take after a beat excepted) and take the network's value there (:meth:`_leaf_playouts`);
     the candidates are ranked by expected penalty (a Goat game is played out whole).
     ``race``: :meth:`act` races the candidates (:meth:`_race`) within the budget, which is then
-    a cap; :meth:`evaluate` still scores every candidate on the same worlds."""
+    a cap; :meth:`evaluate` still scores every candidate on the same worlds. ``penalty``:
+    :meth:`act` plays the candidate of lowest mean penalty for the hand (ties: the lower
+    action), not of highest mean win chance."""
 
     name = "search"
 
@@ -220,6 +225,7 @@ class SearchAgent:
         own: Any = None,
         leaf: Any = None,
         race: bool = False,
+        penalty: bool = False,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -251,6 +257,7 @@ class SearchAgent:
             )
         self.leaf = leaf
         self.race = bool(race)
+        self.penalty = bool(penalty)
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed (``None``: keep the generator); with ``model``, forget the last game."""
@@ -272,6 +279,9 @@ class SearchAgent:
             shortlist = self._shortlist(observation, action_mask, candidates)
             if self.race:
                 action = self._race(observation, shortlist)
+            elif self.penalty:
+                scores = self.evaluate(observation, shortlist)
+                action = int(scores.actions[int(np.argmin(scores.penalty))])
             else:
                 action = self.evaluate(observation, shortlist).best
         if self.table is not None:
@@ -345,7 +355,8 @@ class SearchAgent:
         while True:
             hands = self._sample(game, unseen, needs, RACE_ROUND)
             win, penalty = self._playouts(game, config, hands, alive)
-            outcomes = np.concatenate([outcomes, np.where(np.isnan(win), -penalty, win)])
+            outcome = -penalty if self.penalty else np.where(np.isnan(win), -penalty, win)
+            outcomes = np.concatenate([outcomes, outcome])
             spent += win.size
             kept = _still_racing(outcomes)
             alive, outcomes = alive[kept], outcomes[:, kept]
