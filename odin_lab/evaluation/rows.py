@@ -69,8 +69,8 @@ def resumed_rows(path: Path, key: dict, plan: Sequence[dict], field: str) -> lis
         if found == value:
             continue
         if isinstance(found, dict) and isinstance(value, dict):  # name the setting that differs
-            field_ = next(k for k in [*value, *found] if found.get(k) != value.get(k))
-            name, found, value = f"{name} {field_}", found.get(field_), value.get(field_)
+            setting = next(k for k in [*value, *found] if found.get(k) != value.get(k))
+            name, found, value = f"{name} {setting}", found.get(setting), value.get(setting)
         raise ValueError(
             f"--resume: {path} was made with {name} {_short(found)}, not {_short(value)}"
         )
