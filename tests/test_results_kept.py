@@ -112,6 +112,23 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
     assert len(resume.partial_records(out, key)) == games
 
 
+def kill_9_once_saved(args: list[str], saved: Path, then: float = 0.0) -> None:
+    """Run ``python args`` and ``kill -9`` it (no handler runs) ``then`` seconds after the file
+    ``saved`` appears; fails if it ends first, or saves nothing in 120 s."""
+    proc = start(*args)
+    try:
+        deadline = time.monotonic() + 120
+        while not saved.exists():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, f"nothing saved in 120 s ({saved})"
+            time.sleep(0.005)
+        time.sleep(then)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL  # killed, not finished
+
+
 SAVING_OFTEN = (
     "import runpy, sys\n"
     "from odin_lab.evaluation import resume\n"
@@ -131,19 +148,9 @@ def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest
               "5", "--engine", "single", "--workers", "1", "--seed", "4", "--games", "1200",
               "--no-progress"]  # fmt: skip
     killed, whole = tmp_path / "killed", tmp_path / "whole"
-    proc = start("-c", SAVING_OFTEN, "evaluate.py", *common, "--out", str(killed))
     saved = killed / "tournament.json"
-    try:
-        deadline = time.monotonic() + 120
-        while not saved.exists():
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "no deal saved in 120 s"
-            time.sleep(0.005)
-        time.sleep(0.1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL  # killed, not finished
+    kill_9_once_saved(["-c", SAVING_OFTEN, "evaluate.py", *common, "--out", str(killed)], saved,
+                      then=0.1)  # fmt: skip
     partial = json.loads(saved.read_text())
     games = len(partial["game_records"])
     assert partial["partial"] is True and 0 < games < 1200 and games % 4 == 0
@@ -174,18 +181,8 @@ def test_kill_9_keeps_a_studys_rows_saved_as_they_finished_and_resume_plays_the_
     of a study never stopped."""
     common = [*ROW_STUDIES[command], "--seed", "6", "--workers", "1", "--no-progress"]
     killed, whole = tmp_path / "killed", tmp_path / "whole"
-    proc = start("evaluate.py", *common, "--out", str(killed))
     saved = killed / f"{command}.json"
-    try:
-        deadline = time.monotonic() + 120
-        while not saved.exists():
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "no row saved in 120 s"
-            time.sleep(0.005)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL  # killed, not finished
+    kill_9_once_saved(["evaluate.py", *common, "--out", str(killed)], saved)
     partial = json.loads(saved.read_text())
     field = "rows" if command == "thresholds" else "cells"
     assert partial["partial"] is True and len(partial[field]) >= 1
