@@ -5,6 +5,7 @@ with exit 2 and leave the earlier result whole."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -21,7 +22,7 @@ from odin_env.rules import Config
 from odin_lab.commands import evaluate, show
 from odin_lab.commands import play as play_command
 from odin_lab.evaluation import leaderboard, results, resume, studies
-from odin_lab.evaluation.records import config_dict
+from odin_lab.evaluation.records import config_dict, load_records, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,7 +125,8 @@ def kill_9_once_saved(args: list[str], saved: Path, then: float = 0.0) -> None:
             time.sleep(0.005)
         time.sleep(then)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # one that ended already: said above
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL  # killed, not finished
 
@@ -236,6 +238,25 @@ def test_resume_refuses_a_partial_study_of_other_settings_in_one_line(
     assert "is complete; nothing to resume" in capsys.readouterr().err
     assert evaluate.main([*argv, "--out", str(tmp_path / "none"), "--resume"]) == 2
     assert "--resume: cannot read" in capsys.readouterr().err
+
+
+def test_kill_9_keeps_the_leaderboard_tables_saved_as_they_finished(tmp_path):
+    """``kill -9`` right after a leaderboard saved its finished tables (after each one here):
+    ``leaderboard.json`` holds whole tables, marked partial, and is a records file whose every
+    game replays."""
+    out = tmp_path / "lb"
+    saved = out / "leaderboard.json"
+    kill_9_once_saved(["-c", SAVING_OFTEN, "evaluate.py", "leaderboard", "--agents", "random",
+                       "greedy", "shaper", "planner", "linear", "--players", "2", "--games",
+                       "600", "--threshold", "5", "--workers", "1", "--no-progress", "--out",
+                       str(out)], saved)  # fmt: skip
+    partial = json.loads(saved.read_text())
+    assert partial["partial"] is True and 0 < len(partial["tables"]) < 10
+    kept = load_records(saved)
+    assert len(kept.games) == 600 * len(partial["tables"])
+    for game in kept.games[:20]:
+        replay(game, kept.config)
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
 
 
 def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):

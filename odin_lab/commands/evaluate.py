@@ -27,9 +27,9 @@ code 2 and a one-line error, before any game; so does a full disk or an unwritab
 A results folder always describes one run: it is written beside itself and moved into place,
 so an earlier result there is replaced whole or left whole (``odin_lab.evaluation.results``).
 Ctrl-C (or a second one, or SIGTERM) keeps the finished work and says what it kept (exit 130);
-a tournament also writes its finished deals as it goes (at most once a minute), and the
-seating, thresholds and goat studies each row as it finishes, so ``kill -9`` loses only the work
-since (``--resume`` plays the rest).
+a tournament also writes its finished deals as it goes (at most once a minute), a leaderboard
+its finished tables, and the seating, thresholds and goat studies each row as it finishes, so
+``kill -9`` loses only the work since (``--resume`` plays the rest, but a leaderboard's).
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ With more agents than seats no one tournament holds them all, so the leaderboard
   the column agent sat at its table.
 
 Tables run in parallel on ``workers`` processes (each table in one process, whole); nothing
-written depends on the number of workers. Ctrl-C keeps every finished table: the files are
-written from them, marked partial, and :class:`LeaderboardInterrupted` is raised.
+written depends on the number of workers. The finished tables are written as they come (at most
+once a minute: ``kill -9`` loses only the tables since), and Ctrl-C keeps every finished table:
+the files are written from them, marked partial, and :class:`LeaderboardInterrupted` is raised.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import math
 import multiprocessing as mp
 import signal
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,7 +48,7 @@ from agents.files import write_atomic
 from agents.processes import started_ignoring_ctrl_c
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
-from odin_lab.evaluation import stats
+from odin_lab.evaluation import resume, stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.results import results_folder
@@ -169,9 +171,11 @@ def play_tables(
     workers: int = 1,
     progress: bool = True,
     ray: str | None = None,
+    on_table: Callable[[dict[int, list[GameRecord]]], None] | None = None,
 ) -> tuple[dict[int, list[GameRecord]], bool]:
     """Play every table; return the records of each finished table (by table index, agents as
     indices into ``specs``) and whether Ctrl-C stopped the play before every table finished.
+    ``on_table(done)``: called in this process with the finished tables so far, after each.
 
     Several tables on several workers: one process per table at a time. One table, or Ray: the
     tables one after the other, each spread over the workers (or Ray tasks)."""
@@ -187,6 +191,8 @@ def play_tables(
                 for index, records in map(_play_table, tasks):
                     done[index] = records
                     bar.update(per_table)
+                    if on_table is not None:
+                        on_table(done)
             else:
                 # spawn, not fork: torch (PPO agents) is not fork-safe.
                 context = mp.get_context("spawn")
@@ -196,6 +202,8 @@ def play_tables(
                     for index, records in pool.imap_unordered(_play_table, tasks):
                         done[index] = records
                         bar.update(per_table)
+                        if on_table is not None:
+                            on_table(done)
     except KeyboardInterrupt:  # a table cut short is dropped: only whole tables count
         return done, True
     return done, False
@@ -374,7 +382,9 @@ def leaderboard(
     ``leaderboard.csv`` and ``leaderboard.png`` (and ``.pdf``) under ``out``; return the summary
     and the printed table. ``ValueError`` for a leaderboard :func:`check` refuses.
 
-    Ctrl-C writes the finished tables (``"partial": true``) and raises
+    The finished tables are written as the play goes (``"partial": true``; at most once in
+    :data:`~odin_lab.evaluation.resume.SAVE_EVERY_S`), so ``kill -9`` loses only the tables
+    since. Ctrl-C writes the finished tables (``"partial": true``) and raises
     :class:`LeaderboardInterrupted`; with no table finished it writes nothing. The folder is
     written as one result (:func:`odin_lab.evaluation.results.results_folder`), with
     ``provenance`` as ``provenance.json`` when given."""
@@ -384,7 +394,19 @@ def leaderboard(
         raise ValueError(f"games must be >= 1; got {games}")
     deals = -(-games // config.players)
     tables, selection = plan_tables(len(specs), config.players, most, seed)
-    played, stopped = play_tables(specs, tables, config, deals, seed, workers, progress, ray)
+    last = [time.monotonic()]
+
+    def save(done: dict[int, list[GameRecord]]) -> None:
+        """The finished tables written as a partial result, at most once in SAVE_EVERY_S."""
+        if len(done) == len(tables) or time.monotonic() - last[0] < resume.SAVE_EVERY_S:
+            return
+        summary, records = summarise(specs, tables, done, config, seed, deals, selection)
+        write(Path(out), {**summary, "partial": True}, records, config, specs, provenance)
+        last[0] = time.monotonic()
+
+    played, stopped = play_tables(
+        specs, tables, config, deals, seed, workers, progress, ray, on_table=save
+    )
     if stopped and not played:
         raise LeaderboardInterrupted(0, len(tables), written=False)
     summary, records = summarise(specs, tables, played, config, seed, deals, selection)
