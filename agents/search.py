@@ -127,10 +127,15 @@ class Scores:
     @property
     def best(self) -> int:
         """The action the search plays: the highest mean win chance, or without one (NaN: a
-        ``leaf`` search) the lowest mean penalty (ties: the lower action)."""
+        ``leaf`` search) :attr:`fewest` (ties: the lower action)."""
         if np.isnan(self.win).any():
-            return int(self.actions[int(np.argmin(self.penalty))])
+            return self.fewest
         return int(self.actions[int(np.argmax(self.win))])
+
+    @property
+    def fewest(self) -> int:
+        """The action of lowest mean penalty for the hand (ties: the lower action)."""
+        return int(self.actions[int(np.argmin(self.penalty))])
 
     def of(self, action: int) -> int:
         """The index of ``action`` in ``actions`` (``ValueError`` if it is not legal)."""
@@ -279,11 +284,9 @@ class SearchAgent:
             shortlist = self._shortlist(observation, action_mask, candidates)
             if self.race:
                 action = self._race(observation, shortlist)
-            elif self.penalty:
-                scores = self.evaluate(observation, shortlist)
-                action = int(scores.actions[int(np.argmin(scores.penalty))])
             else:
-                action = self.evaluate(observation, shortlist).best
+                scores = self.evaluate(observation, shortlist)
+                action = scores.fewest if self.penalty else scores.best
         if self.table is not None:
             self.table.decided(action)
         return action

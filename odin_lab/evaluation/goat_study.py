@@ -74,11 +74,8 @@ def goat_study(
         with results_folder(out, GOAT_FILES, provenance, interrupted=stopping) as stage:
             _write_files(stage, summary)
 
-    done = []
-    if resume:
-        key = _summary([], agent, base, seed, games)
-        del key["cells"]
-        done = resumed_rows(out / "goat.json", key, plan, "cells")
+    expected = _summary([], agent, base, seed, games)
+    done = resumed_rows(out / "goat.json", expected, plan, "cells") if resume else []
     summary = _summary(play_rows(plan, play, save, done), agent, base, seed, games)
     return summary, goat_table(summary)
 

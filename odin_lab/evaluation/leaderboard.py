@@ -36,7 +36,6 @@ import math
 import multiprocessing as mp
 import signal
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -171,11 +170,12 @@ def play_tables(
     workers: int = 1,
     progress: bool = True,
     ray: str | None = None,
-    on_table: Callable[[dict[int, list[GameRecord]]], None] | None = None,
+    on_table: Callable[[list[tuple[int, list[GameRecord]]]], None] | None = None,
 ) -> tuple[dict[int, list[GameRecord]], bool]:
     """Play every table; return the records of each finished table (by table index, agents as
     indices into ``specs``) and whether Ctrl-C stopped the play before every table finished.
-    ``on_table(done)``: called in this process with the finished tables so far, after each.
+    ``on_table(tables)``: called in this process after each table with the finished ones so
+    far, ``(table index, records)`` pairs in the order they finished.
 
     Several tables on several workers: one process per table at a time. One table, or Ray: the
     tables one after the other, each spread over the workers (or Ray tasks)."""
@@ -192,7 +192,7 @@ def play_tables(
                     done[index] = records
                     bar.update(per_table)
                     if on_table is not None:
-                        on_table(done)
+                        on_table(list(done.items()))
             else:
                 # spawn, not fork: torch (PPO agents) is not fork-safe.
                 context = mp.get_context("spawn")
@@ -203,7 +203,7 @@ def play_tables(
                         done[index] = records
                         bar.update(per_table)
                         if on_table is not None:
-                            on_table(done)
+                            on_table(list(done.items()))
     except KeyboardInterrupt:  # a table cut short is dropped: only whole tables count
         return done, True
     return done, False
@@ -394,18 +394,16 @@ def leaderboard(
         raise ValueError(f"games must be >= 1; got {games}")
     deals = -(-games // config.players)
     tables, selection = plan_tables(len(specs), config.players, most, seed)
-    last = [time.monotonic()]
 
-    def save(done: dict[int, list[GameRecord]]) -> None:
-        """The finished tables written as a partial result, at most once in SAVE_EVERY_S."""
-        if len(done) == len(tables) or time.monotonic() - last[0] < resume.SAVE_EVERY_S:
-            return
-        summary, records = summarise(specs, tables, done, config, seed, deals, selection)
-        write(Path(out), {**summary, "partial": True}, records, config, specs, provenance)
-        last[0] = time.monotonic()
+    def save(finished: list[tuple[int, list[GameRecord]]]) -> None:
+        """The finished tables written as a partial result (the last is written whole below)."""
+        if len(finished) < len(tables):
+            summary, records = summarise(specs, tables, dict(finished), config, seed, deals,
+                                         selection)  # fmt: skip
+            write(Path(out), {**summary, "partial": True}, records, config, specs, provenance)
 
     played, stopped = play_tables(
-        specs, tables, config, deals, seed, workers, progress, ray, on_table=save
+        specs, tables, config, deals, seed, workers, progress, ray, on_table=resume.Saver(save)
     )
     if stopped and not played:
         raise LeaderboardInterrupted(0, len(tables), written=False)

@@ -18,16 +18,17 @@ what ``kill -9`` can cost, beside the games in flight."""
 
 
 class Saver:
-    """``on_deals`` of :func:`~odin_lab.evaluation.tournament.play_tournament`: passes the whole
-    deals of the games so far (``rotations`` games each) to ``write``, at most once in
+    """``on_deals`` of :func:`~odin_lab.evaluation.tournament.play_tournament` (or
+    ``on_table`` of the leaderboard's play): passes the whole deals of the work so far
+    (``rotations`` items each: games; 1: tables) to ``write``, at most once in
     :data:`SAVE_EVERY_S` seconds and after at least ten times as long as its last write took
     (a long run's saves cost it at most a tenth of its time)."""
 
-    def __init__(self, write: Callable[[list[GameRecord]], None], rotations: int):
+    def __init__(self, write: Callable[[list], None], rotations: int = 1):
         self.write, self.rotations = write, rotations
         self.saved, self.took = time.monotonic(), 0.0
 
-    def __call__(self, games: list[GameRecord]) -> None:
+    def __call__(self, games: list) -> None:
         if time.monotonic() - self.saved < max(SAVE_EVERY_S, 10 * self.took):
             return
         began = time.monotonic()

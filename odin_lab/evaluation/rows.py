@@ -48,12 +48,13 @@ def play_rows(
     return rows
 
 
-def resumed_rows(path: Path, key: dict, plan: Sequence[dict], field: str) -> list[dict]:
+def resumed_rows(path: Path, expected: dict, plan: Sequence[dict], field: str) -> list[dict]:
     """The finished rows (``field`` of the summary) of the partial study in ``path``, checked:
     a one-line ``ValueError`` when there is none, when it is unreadable or over
-    :data:`~odin_lab.evaluation.limits.MAX_SUMMARY_BYTES`, when it is complete, when one of
-    ``key``'s entries differs from the summary's (the study's settings), and when its rows are
-    not the first rows of ``plan`` (each row's identity entries) or are all of them."""
+    :data:`~odin_lab.evaluation.limits.MAX_SUMMARY_BYTES`, when it is complete, when one of the
+    ``expected`` summary's entries (the study's settings; its ``field`` and ``partial`` aside)
+    differs from the saved one's, and when its rows are not the first rows of ``plan`` (each
+    row's identity entries) or are all of them."""
     try:
         saved = json.loads(read_bounded(path, MAX_SUMMARY_BYTES))
     except (OSError, ValueError) as e:
@@ -64,9 +65,9 @@ def resumed_rows(path: Path, key: dict, plan: Sequence[dict], field: str) -> lis
         raise ValueError(f"--resume: {path} is not a study's summary (no {field!r} list)")
     if saved.get("partial") is not True:
         raise ValueError(f"--resume: {path} is complete; nothing to resume")
-    for name, value in key.items():
+    for name, value in expected.items():
         found = saved.get(name)
-        if found == value:
+        if name in (field, "partial") or found == value:
             continue
         if isinstance(found, dict) and isinstance(value, dict):  # name the setting that differs
             setting = next(k for k in [*value, *found] if found.get(k) != value.get(k))

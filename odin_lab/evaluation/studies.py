@@ -365,11 +365,8 @@ def thresholds(
         with results_folder(out, THRESHOLDS_FILES, provenance, interrupted=stopping) as stage:
             _write_thresholds_files(stage, summary)
 
-    done = []
-    if resume:
-        key = _thresholds_summary([], specs, base, seed)
-        del key["rows"]
-        done = resumed_rows(out / "thresholds.json", key, plan, "rows")
+    expected = _thresholds_summary([], specs, base, seed)
+    done = resumed_rows(out / "thresholds.json", expected, plan, "rows") if resume else []
     rows = play_rows(plan, play, save, done)
     summary = _thresholds_summary(rows, specs, base, seed)
     return summary, thresholds_table(summary)
