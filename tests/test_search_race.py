@@ -76,16 +76,22 @@ def test_a_clear_best_ends_the_race_after_one_round() -> None:
     assert action == best
 
 
-def test_the_race_keeps_within_its_cap_and_plays_one_round_at_least() -> None:
+def _first_decisions(seeds: int, fewest: int):
+    """``(seed, observation, mask)`` of each seeded 4-player game's first real decision that
+    has at least ``fewest`` legal actions."""
     config = Config(players=4, threshold=15)
-    checked = 0
-    for seed in range(20):
+    for seed in range(seeds):
         game = Game(config, seed=seed)
         game.play_forced()
         obs, mask = observe(game, game.current), game.legal_mask()
+        if mask.sum() >= fewest:
+            yield seed, obs, mask
+
+
+def test_the_race_keeps_within_its_cap_and_plays_one_round_at_least() -> None:
+    checked = 0
+    for seed, obs, mask in _first_decisions(20, fewest=4):
         count = int(mask.sum())
-        if count < 4:
-            continue
         for cap in (RACE_ROUND, 1000):
             agent = _Counted(seed=seed, rollouts=cap, race=True)
             action = agent.act(obs, mask)
@@ -127,14 +133,8 @@ def test_penalty_ranks_by_the_fewest_cards_left_on_the_same_worlds() -> None:
     """``:penalty`` plays the candidate of lowest mean penalty over the very worlds the plain
     search scores (the same seed), where the plain search plays the highest mean win chance;
     in a race, the paired outcome is minus the penalty."""
-    config = Config(players=4, threshold=15)
     differ = 0
-    for seed in range(40):
-        game = Game(config, seed=seed)
-        game.play_forced()
-        obs, mask = observe(game, game.current), game.legal_mask()
-        if mask.sum() < 3:
-            continue
+    for seed, obs, mask in _first_decisions(40, fewest=3):
         scores = SearchAgent(seed=seed, rollouts=96).evaluate(obs, mask)
         lowest = int(scores.actions[int(np.argmin(scores.penalty))])
         assert make("search:96:penalty", seed=seed).act(obs, mask) == lowest
