@@ -159,6 +159,68 @@ def check_state(info: dict[str, Any], state: dict[str, np.ndarray]) -> None:
         )
 
 
+def ensemble_state(
+    members: list[tuple[dict[str, Any], dict[str, Any]]], provenance: dict | None = None
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """One DMC network whose ``Q`` is the mean of the ``members``' ``Q`` (``(info, state)``
+    pairs, as :func:`read_dmc_model` gives them): an output ensemble written as one network of
+    the same depth, its layers the members' side by side. The first layer stacks the members'
+    rows, each hidden layer is block-diagonal (a member's units read only its own), and the
+    output weighs every member's last layer by ``1 / k``, so the play is exactly the average of
+    the members' values, at the cost of their summed widths.
+
+    The members must have the same depth and horizon (values in the same units) and agree on
+    the table size (``players``: one size, or every size). ``ValueError`` names the first that
+    does not."""
+    if not members:
+        raise ValueError("an ensemble needs at least one network")
+    first_info = members[0][0]
+    depth, horizon = len(first_info["architecture"]["net"]), value_horizon(first_info)
+    for k, (info, state) in enumerate(members):
+        check_state(info, state)
+        net = info["architecture"]["net"]
+        if len(net) != depth:
+            raise ValueError(f"member {k} has {len(net)} layers, member 0 {depth}: same depth only")
+        if value_horizon(info) != horizon:
+            raise ValueError(
+                f"member {k} values horizon {value_horizon(info)!r}, member 0 {horizon!r}: "
+                "values in other units cannot be averaged"
+            )
+        if info.get("players") != first_info.get("players"):
+            raise ValueError(
+                f"member {k} plays players {info.get('players')}, member 0 "
+                f"{first_info.get('players')}"
+            )
+    states = [{k: np.asarray(v, np.float64) for k, v in state.items()} for _, state in members]
+    count = len(states)
+
+    def stacked(name: str) -> np.ndarray:
+        return np.concatenate([s[name] for s in states])
+
+    def block_diagonal(name: str) -> np.ndarray:
+        blocks = [s[name] for s in states]
+        out = np.zeros((sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)))
+        row = col = 0
+        for b in blocks:
+            out[row : row + b.shape[0], col : col + b.shape[1]] = b
+            row, col = row + b.shape[0], col + b.shape[1]
+        return out
+
+    state = {
+        "state_in.weight": stacked("state_in.weight"),
+        "state_in.bias": stacked("state_in.bias"),
+        "action_in.weight": stacked("action_in.weight"),
+        "q.weight": np.concatenate([s["q.weight"] for s in states], axis=1) / count,
+        "q.bias": np.mean([s["q.bias"] for s in states], axis=0),
+    }
+    for i in range(depth - 1):
+        state[f"hidden.{i}.weight"] = block_diagonal(f"hidden.{i}.weight")
+        state[f"hidden.{i}.bias"] = stacked(f"hidden.{i}.bias")
+    net = [sum(info["architecture"]["net"][i] for info, _ in members) for i in range(depth)]
+    info = dmc_info(net, first_info.get("players"), provenance, horizon)
+    return info, {k: v.astype(np.float32) for k, v in state.items()}
+
+
 class DMCAgent:
     """A DMC Q-network as an :class:`agents.base.Agent` and a batched agent: the legal action of
     highest ``Q`` (see the module docstring). Deterministic; numpy only.
@@ -230,6 +292,6 @@ class DMCAgent:
 
 
 __all__ = [
-    "ACTIVATION", "ALGO", "DMCAgent", "TENSORS", "check_state", "dmc_info", "model_algo",
-    "read_dmc_model",
+    "ACTIVATION", "ALGO", "DMCAgent", "TENSORS", "check_state", "dmc_info", "ensemble_state",
+    "model_algo", "read_dmc_model",
 ]  # fmt: skip

@@ -443,7 +443,7 @@ def test_the_collectors_targets_are_each_seats_return_from_that_decision(episode
 def test_with_horizon_hand_a_target_is_what_its_hand_pays_the_seat():
     """A game to 5 points, returns cut at each hand's end: one value per (seat, hand), the
     hand's penalty, and a seat's values over the hands of the game add up to its final total."""
-    finished = _collected(Config(players=3, threshold=5), 1.0, by_hand=True)
+    finished = _collected(Config(players=3, threshold=5), 1.0, "hand")
     checked = 0
     for e in finished.episodes:
         mine = (finished.game == e.game) & (finished.episode == e.episode)
@@ -470,8 +470,8 @@ def test_with_horizon_win_a_target_is_the_win_chance_its_hand_left_the_seat():
     penalties add up to the totals after each hand, and each hand's win target is
     ``win_chance`` of those totals for the seat (exact shares after the hand that ends it)."""
     config = Config(players=3, threshold=5)
-    paid = _collected(config, 1.0, by_hand=True)
-    valued = _collected(config, 1.0, by_hand=True, win=True)
+    paid = _collected(config, 1.0, "hand")
+    valued = _collected(config, 1.0, "win")
     np.testing.assert_array_equal(paid.actions, valued.actions)
     checked = 0
     for e in paid.episodes:
@@ -494,13 +494,13 @@ def test_with_horizon_win_a_target_is_the_win_chance_its_hand_left_the_seat():
     assert set(np.unique(valued.returns)) - {0.0, 0.5, 1.0}  # not only games' ends: estimates
 
 
-def test_win_returns_need_returns_cut_at_the_hand():
+def test_the_collector_refuses_an_unknown_horizon():
     games = BatchedGames(Config(players=3), batch=2, seed=0)
-    with pytest.raises(ValueError, match="need by_hand"):
-        DMCCollector(games, None, None, np.random.default_rng(0), 1.0, by_hand=False, win=True)
+    with pytest.raises(ValueError, match="horizon must be one of episode, hand, win; got 'turn'"):
+        DMCCollector(games, None, None, np.random.default_rng(0), 1.0, "turn")
 
 
-def _collected(config: Config, gamma: float, by_hand: bool = False, win: bool = False):
+def _collected(config: Config, gamma: float, horizon: str = "episode"):
     """200 or more learner decisions of finished episodes, every seat the learner's (epsilon 0.1
     around the first legal action)."""
     games = BatchedGames(config, batch=4, seed=0)
@@ -509,7 +509,7 @@ def _collected(config: Config, gamma: float, by_hand: bool = False, win: bool = 
         return mask.argmax(1)
 
     rng = np.random.default_rng(0)
-    collector = DMCCollector(games, None, first_legal, rng, gamma, by_hand=by_hand, win=win)
+    collector = DMCCollector(games, None, first_legal, rng, gamma, horizon)
     finished = collector.collect(200, epsilon=0.1)
     assert len(finished) >= 200 and finished.episodes
     return finished

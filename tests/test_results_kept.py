@@ -240,16 +240,23 @@ def test_resume_refuses_a_partial_study_of_other_settings_in_one_line(
     assert "--resume: cannot read" in capsys.readouterr().err
 
 
-def test_kill_9_keeps_the_leaderboard_tables_saved_as_they_finished(tmp_path):
+LEADERBOARD = ["leaderboard", "--agents", "random", "greedy", "shaper", "planner", "linear",
+               "--players", "2", "--games", "600", "--threshold", "5", "--workers", "1",
+               "--no-progress"]  # fmt: skip
+"""A leaderboard of ten tables, each long enough that a kill right after a save finds it
+running."""
+
+
+def test_kill_9_keeps_the_leaderboard_tables_saved_as_they_finished_and_resume_plays_the_rest(
+    tmp_path, monkeypatch
+):
     """``kill -9`` right after a leaderboard saved its finished tables (after each one here):
     ``leaderboard.json`` holds whole tables, marked partial, and is a records file whose every
-    game replays."""
-    out = tmp_path / "lb"
+    game replays; ``--resume`` plays the other tables, to the very files of a run never
+    stopped."""
+    out, whole = tmp_path / "lb", tmp_path / "whole"
     saved = out / "leaderboard.json"
-    kill_9_once_saved(["-c", SAVING_OFTEN, "evaluate.py", "leaderboard", "--agents", "random",
-                       "greedy", "shaper", "planner", "linear", "--players", "2", "--games",
-                       "600", "--threshold", "5", "--workers", "1", "--no-progress", "--out",
-                       str(out)], saved)  # fmt: skip
+    kill_9_once_saved(["-c", SAVING_OFTEN, "evaluate.py", *LEADERBOARD, "--out", str(out)], saved)
     partial = json.loads(saved.read_text())
     assert partial["partial"] is True and 0 < len(partial["tables"]) < 10
     kept = load_records(saved)
@@ -257,6 +264,83 @@ def test_kill_9_keeps_the_leaderboard_tables_saved_as_they_finished(tmp_path):
     for game in kept.games[:20]:
         replay(game, kept.config)
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
+    real, played = leaderboard.play_tournament, []
+
+    def play(specs, *args, **kwargs):
+        played.append(tuple(specs))
+        return real(specs, *args, **kwargs)
+
+    monkeypatch.setattr(leaderboard, "play_tournament", play)
+    assert evaluate.main([*LEADERBOARD, "--out", str(out), "--resume"]) == 0
+    kept_tables = {tuple(t["specs"]) for t in partial["tables"]}
+    assert len(played) == 10 - len(kept_tables) and not kept_tables & set(played)
+    assert evaluate.main([*LEADERBOARD, "--out", str(whole)]) == 0
+    for name in ("leaderboard.json", "leaderboard.csv"):
+        assert (out / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def _doctored(document: dict) -> dict:
+    """The first kept game with its first action changed to another legal-looking one."""
+    game = document["game_records"][0]
+    game["actions"][0] = (game["actions"][0] + 1) % 3579
+    return document
+
+
+def _swapped(document: dict) -> dict:
+    """The first table listed as another table of the plan."""
+    document["tables"][0]["table"] = 9 - document["tables"][0]["table"]
+    return document
+
+
+@pytest.mark.parametrize(
+    ("change", "edit", "named"),
+    [
+        (["--seed", "8"], None, "was played with seed 7, not 8"),
+        (["--games", "300"], None, "was played with deals_per_table 4, not 150"),
+        (["--agents", "random", "greedy", "shaper", "linear", "planner"], None,
+         "was played with agents_specs"),
+        ([], _doctored, "game_records[0]"),
+        ([], _swapped, "seats"),
+    ],
+)  # fmt: skip
+def test_leaderboard_resume_refuses_a_partial_result_of_other_settings_or_edited_in_one_line(
+    change, edit, named, tmp_path, monkeypatch, capsys
+):
+    """A partial leaderboard (Ctrl-C after its third table) resumes only with its own agents,
+    settings, seed and size, and only with every kept game the one its table played; anything
+    else is one line, exit 2, and the folder untouched. A complete one has nothing to resume."""
+    argv = [*LEADERBOARD, "--seed", "7"]
+    argv[argv.index("--games") + 1] = "8"
+    out = tmp_path / "lb"
+    real, calls = leaderboard.play_tournament, []
+
+    def play(*args, **kwargs):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(leaderboard, "play_tournament", play)
+    assert evaluate.main([*argv, "--out", str(out)]) == 130
+    assert len(json.loads((out / "leaderboard.json").read_text())["tables"]) == 3
+    if edit is not None:
+        path = out / "leaderboard.json"
+        path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    before = snapshot(out)
+    changed = list(argv)
+    if change:
+        at = changed.index(change[0])
+        changed[at + 1 : at + len(change)] = change[1:]
+    capsys.readouterr()
+    assert evaluate.main([*changed, "--out", str(out), "--resume"]) == 2
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and named in said[0], said
+    assert snapshot(out) == before
+    if edit is None:  # the partial result itself resumes, and then it is complete
+        monkeypatch.setattr(leaderboard, "play_tournament", real)
+        assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 0
+        assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 2
+        assert "is complete; nothing to resume" in capsys.readouterr().err
 
 
 def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):

@@ -29,7 +29,7 @@ so an earlier result there is replaced whole or left whole (``odin_lab.evaluatio
 Ctrl-C (or a second one, or SIGTERM) keeps the finished work and says what it kept (exit 130);
 a tournament also writes its finished deals as it goes (at most once a minute), a leaderboard
 its finished tables, and the seating, thresholds and goat studies each row as it finishes, so
-``kill -9`` loses only the work since (``--resume`` plays the rest, but a leaderboard's).
+``kill -9`` loses only the work since (``--resume`` plays the rest).
 """
 
 from __future__ import annotations
@@ -170,6 +170,7 @@ def parser() -> argparse.ArgumentParser:
         "many (default: evaluation.leaderboard.MAX_TABLES)",
     )  # fmt: skip
     b.add_argument("--out", type=cli_path, default=Path("results/leaderboard"))
+    _resume_flag(b)
     _game_flags(b, players_help="seats per table (2-6); default: 4, or one per agent if fewer")
 
     w = sub.add_parser("showcase", help="the tournament and seat table that `make run` shows")
@@ -406,7 +407,7 @@ def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str
     if args.command == "leaderboard":
         return leaderboard(
             args.agents, config, args.games, args.seed, args.out, args.workers,
-            most=args.tables, **common,
+            most=args.tables, resume=args.resume, **common,
         )[1]  # fmt: skip
     if args.command == "thresholds":
         return studies.thresholds(
@@ -431,7 +432,7 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
     elif isinstance(stop, LeaderboardInterrupted) and stop.written:
         said = (
             f"the {stop.tables_done} tables finished (of {stop.tables_planned}) are in {out}/ "
-            "(marked partial); run it again for every table"
+            "(marked partial); add --resume to play the rest"
         )
     elif isinstance(stop, Interrupted) and stop.kept:
         said = f"{stop.kept} are in {out}/ (marked partial); add --resume to play the rest"

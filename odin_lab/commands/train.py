@@ -5,6 +5,7 @@
     python train.py --name pool1 --init runs/greedy1/best.safetensors --opponents greedy self
     python train.py --resume runs/pool1 [--total-steps 6000000]
     python train.py --name soup --average runs/a/best.safetensors runs/b/best.safetensors
+    python train.py --name both --ensemble runs/a/best.safetensors runs/c/best.safetensors
     python train.py --import-sb3-zip old.zip --name old   # trusted files only: it unpickles
     python train.py --name self1 --opponents learner --total-steps 5000000
     python train.py --algo ppo --name big --ray HOST:6379 --actors 15   # PPO's rollouts on Ray
@@ -35,6 +36,7 @@ from odin_lab.training import (
     TrainConfig,
     TrainingError,
     average_models,
+    ensemble_models,
     make_config,
     read_config,
     train,
@@ -72,6 +74,14 @@ def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
         help="instead of training: write the parameter average of the model files given "
         "(checkpoints of runs from one start; one: its policy alone) to "
         "runs/NAME/average.safetensors",
+    )
+    p.add_argument(
+        "--ensemble",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="instead of training: write one DMC network whose values are the mean of the DMC "
+        "model files' given (the same depth and horizon) to runs/NAME/ensemble.safetensors",
     )
     p.add_argument(
         "--import-sb3-zip",
@@ -168,6 +178,15 @@ def average(args: argparse.Namespace) -> Path:
     return _write_new(out, lambda: average_models(args.average, out))
 
 
+def ensemble(args: argparse.Namespace) -> Path:
+    """``--ensemble``: the output ensemble of DMC models, ``runs/NAME/ensemble.safetensors``."""
+    out = _output(args, "ensemble.safetensors")
+    for path in args.ensemble:
+        if not path.is_file():
+            raise ValueError(f"--ensemble: no model at {path}")
+    return _write_new(out, lambda: ensemble_models(args.ensemble, out))
+
+
 def import_sb3_zip(args: argparse.Namespace) -> Path:
     """``--import-sb3-zip``: a trusted MaskablePPO .zip (unpickled!) as a lab model file."""
     from agents.ppo import read_sb3_zip, write_model
@@ -183,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code."""
     args = parse(argv)
     cli.restore_interrupts()  # Ctrl-C or `kill` saves a checkpoint before exiting
-    chosen = [f for f in ("average", "import_sb3_zip", "resume") if getattr(args, f)]
+    chosen = [f for f in ("average", "ensemble", "import_sb3_zip", "resume") if getattr(args, f)]
     if len(chosen) > 1:
         flags = " and ".join(cli.flag(f) for f in chosen)
         return cli.fail(PROG, f"{flags} are different jobs: give one of them")
@@ -193,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         with stop_once():
             if args.average:
                 path = average(args)
+            elif args.ensemble:
+                path = ensemble(args)
             elif args.import_sb3_zip:
                 path = import_sb3_zip(args)
             else:

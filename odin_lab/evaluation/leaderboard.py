@@ -27,6 +27,7 @@ Tables run in parallel on ``workers`` processes (each table in one process, whol
 written depends on the number of workers. The finished tables are written as they come (at most
 once a minute: ``kill -9`` loses only the tables since), and Ctrl-C keeps every finished table:
 the files are written from them, marked partial, and :class:`LeaderboardInterrupted` is raised.
+``resume=True`` plays the tables a partial result lacks.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ from agents.files import write_atomic
 from agents.processes import started_ignoring_ctrl_c
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
-from odin_lab.evaluation import resume, stats
+from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.results import results_folder
+from odin_lab.evaluation.resume import Saver, partial_tables
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 
 MAX_TABLES = 64
@@ -171,20 +173,26 @@ def play_tables(
     progress: bool = True,
     ray: str | None = None,
     on_table: Callable[[list[tuple[int, list[GameRecord]]]], None] | None = None,
+    done: dict[int, list[GameRecord]] | None = None,
 ) -> tuple[dict[int, list[GameRecord]], bool]:
     """Play every table; return the records of each finished table (by table index, agents as
     indices into ``specs``) and whether Ctrl-C stopped the play before every table finished.
     ``on_table(tables)``: called in this process after each table with the finished ones so
-    far, ``(table index, records)`` pairs in the order they finished.
+    far, ``(table index, records)`` pairs in the order they finished. ``done``: tables already
+    played (a resumed leaderboard's), kept and not played again.
 
     Several tables on several workers: one process per table at a time. One table, or Ray: the
     tables one after the other, each spread over the workers (or Ray tasks)."""
     per_table = deals * config.players
-    in_turn = workers == 1 or len(tables) == 1 or ray is not None
+    done = dict(done or {})
+    left = [k for k in range(len(tables)) if k not in done]
+    in_turn = workers == 1 or len(left) == 1 or ray is not None
     inner = (workers, ray) if in_turn else (1, None)  # how each table spreads its own games
-    tasks = [(k, t, tuple(specs), config, deals, seed, *inner) for k, t in enumerate(tables)]
-    done: dict[int, list[GameRecord]] = {}
-    bar = tqdm(total=len(tables) * per_table, unit="game", disable=not progress, leave=False)
+    tasks = [(k, tables[k], tuple(specs), config, deals, seed, *inner) for k in left]
+    bar = tqdm(
+        total=len(tables) * per_table, initial=len(done) * per_table, unit="game",
+        disable=not progress, leave=False,
+    )  # fmt: skip
     try:
         with bar:
             if in_turn:
@@ -197,7 +205,7 @@ def play_tables(
                 # spawn, not fork: torch (PPO agents) is not fork-safe.
                 context = mp.get_context("spawn")
                 with started_ignoring_ctrl_c():
-                    pool = context.Pool(min(workers, len(tables)), initializer=_init_worker)
+                    pool = context.Pool(min(workers, len(tasks)), initializer=_init_worker)
                 with pool:
                     for index, records in pool.imap_unordered(_play_table, tasks):
                         done[index] = records
@@ -375,6 +383,7 @@ def leaderboard(
     most: int | None = None,
     ray: str | None = None,
     provenance: dict | None = None,
+    resume: bool = False,
 ) -> tuple[dict, str]:
     """Play the leaderboard of ``specs`` at tables of ``config.players`` (``games`` per table,
     rounded up to whole deals); write ``leaderboard.json`` (a records file: every game replays,
@@ -387,13 +396,22 @@ def leaderboard(
     since. Ctrl-C writes the finished tables (``"partial": true``) and raises
     :class:`LeaderboardInterrupted`; with no table finished it writes nothing. The folder is
     written as one result (:func:`odin_lab.evaluation.results.results_folder`), with
-    ``provenance`` as ``provenance.json`` when given."""
+    ``provenance`` as ``provenance.json`` when given. ``resume=True`` keeps the tables of the
+    partial ``leaderboard.json`` in ``out`` (checked by
+    :func:`odin_lab.evaluation.resume.partial_tables`: the same agents, settings, seed and size,
+    every game replayed) and plays the others; the result is the one an uninterrupted run
+    writes."""
     specs = list(specs)
     check(specs, config.players, most)
     if games < 1:
         raise ValueError(f"games must be >= 1; got {games}")
     deals = -(-games // config.players)
     tables, selection = plan_tables(len(specs), config.players, most, seed)
+    key = {
+        "agents_specs": specs, "config": config_dict(config), "seed": seed,
+        "deals_per_table": deals, "tables_planned": len(tables), "selection": selection,
+    }  # fmt: skip
+    done = partial_tables(Path(out), key, tables) if resume else {}
 
     def save(finished: list[tuple[int, list[GameRecord]]]) -> None:
         """The finished tables written as a partial result (the last is written whole below)."""
@@ -403,7 +421,16 @@ def leaderboard(
             write(Path(out), {**summary, "partial": True}, records, config, specs, provenance)
 
     played, stopped = play_tables(
-        specs, tables, config, deals, seed, workers, progress, ray, on_table=resume.Saver(save)
+        specs,
+        tables,
+        config,
+        deals,
+        seed,
+        workers,
+        progress,
+        ray,
+        on_table=Saver(save),
+        done=done,
     )
     if stopped and not played:
         raise LeaderboardInterrupted(0, len(tables), written=False)

@@ -1,11 +1,13 @@
-"""Resuming a tournament: its finished deals saved as they come (:class:`Saver`), and the games
-of a partial ``tournament.json``, each one checked before it is trusted (:func:`partial_records`),
-so that a file edited since cannot count in a result."""
+"""Resuming a tournament or a leaderboard: its finished deals (tables) saved as they come
+(:class:`Saver`), and the games of a partial ``tournament.json`` (:func:`partial_records`) or
+``leaderboard.json`` (:func:`partial_tables`), each one checked before it is trusted, so that a
+file edited since cannot count in a result."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from odin_env.rules import Config
@@ -62,14 +64,68 @@ def partial_records(out: Path, key: dict) -> list[GameRecord]:
     return list(saved.games)
 
 
+def partial_tables(
+    out: Path, key: dict, tables: Sequence[tuple[int, ...]]
+) -> dict[int, list[GameRecord]]:
+    """The finished tables of the partial leaderboard in ``out/leaderboard.json``, by table
+    index (games with the leaderboard's agent indices, as :func:`~odin_lab.evaluation.
+    leaderboard.play_tables` returns them), each game checked as :func:`partial_records` checks
+    a tournament's: ``key`` (``agents_specs``, ``config``, the summary's ``seed``,
+    ``deals_per_table``, ``tables_planned``, ``selection``) must be the file's, each listed table
+    one of the plan's ``tables`` with its agents, and each of its games the table's tournament
+    game at its place that replays to its record. ``ValueError`` of one line otherwise."""
+    path = Path(out) / "leaderboard.json"
+    try:
+        saved = load_records(path)
+    except ValueError as e:
+        raise ValueError(f"--resume: {e}; start afresh without --resume") from None
+    if saved.extra.get("partial") is not True:
+        raise ValueError(f"--resume: {path} is complete; nothing to resume")
+    found = {"agents_specs": list(saved.specs), "config": config_dict(saved.config)}
+    for name, value in key.items():
+        recorded = found[name] if name in found else saved.extra.get(name)
+        if recorded != value:
+            raise ValueError(
+                f"--resume: {path} was played with {name} {_short(recorded)}, not {_short(value)}"
+            )
+    listed = saved.extra.get("tables")
+    per_table = key["deals_per_table"] * saved.config.players
+    if not isinstance(listed, list) or len(saved.games) != per_table * len(listed):
+        raise ValueError(
+            f"--resume: {path} holds {len(saved.games)} games: not {per_table} for each of "
+            f"the tables it lists; start afresh without --resume"
+        )
+    done: dict[int, list[GameRecord]] = {}
+    for i, entry in enumerate(listed):
+        index = entry.get("table") if isinstance(entry, dict) else None
+        if not (isinstance(index, int) and 0 <= index < len(tables)) or index in done:
+            raise ValueError(f"--resume: {path}: tables[{i}] is not a table of the plan")
+        table = tables[index]
+        if entry.get("agents") != list(table):
+            raise ValueError(
+                f"--resume: {path}: table {index} seats {_short(entry.get('agents'))}, not the "
+                f"plan's {list(table)}"
+            )
+        games = list(saved.games[i * per_table : (i + 1) * per_table])
+        if any(not set(g.agents) <= set(table) for g in games):
+            raise ValueError(f"--resume: {path}: a game of table {index} seats another agent")
+        local = [replace(g, agents=tuple(table.index(a) for a in g.agents)) for g in games]
+        _check_kept(local, saved.config, key["seed"], key["deals_per_table"], path, i * per_table)
+        done[index] = games
+    return done
+
+
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _check_kept(games: Sequence[GameRecord], config: Config, seed: int, deals: int, path) -> None:
+def _check_kept(
+    games: Sequence[GameRecord], config: Config, seed: int, deals: int, path, first: int = 0
+) -> None:
     """``ValueError`` naming the first kept game that is not game ``k`` of the tournament or
-    does not replay to its record (:func:`~odin_lab.evaluation.records.replay`)."""
+    does not replay to its record (:func:`~odin_lab.evaluation.records.replay`); ``first``:
+    the file's index of ``games[0]``, for the message."""
     n = config.players
     if len(games) % n or len(games) > deals * n:
         raise ValueError(
@@ -78,7 +134,7 @@ def _check_kept(games: Sequence[GameRecord], config: Config, seed: int, deals: i
         )
     for k, game in enumerate(games):
         deal, rotation = divmod(k, n)
-        where = f"--resume: {path}: game_records[{k}]"
+        where = f"--resume: {path}: game_records[{first + k}]"
         if (game.deal, game.rotation) != (deal, rotation):
             raise ValueError(
                 f"{where} is deal {game.deal} rotation {game.rotation}, not the tournament's "
@@ -99,4 +155,4 @@ def _check_kept(games: Sequence[GameRecord], config: Config, seed: int, deals: i
             raise ValueError(f"{where}: {e}; start afresh without --resume") from None
 
 
-__all__ = ["SAVE_EVERY_S", "Saver", "partial_records"]
+__all__ = ["SAVE_EVERY_S", "Saver", "partial_records", "partial_tables"]

@@ -22,7 +22,7 @@ The algorithms and what they are made of:
 """
 
 from odin_lab.training.algorithms import ALGORITHMS, make_config, read_config, train
-from odin_lab.training.checkpoints import average_models
+from odin_lab.training.checkpoints import average_models, ensemble_models
 from odin_lab.training.config import TrainConfig, TrainingError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "TrainConfig",
     "TrainingError",
     "average_models",
+    "ensemble_models",
     "make_config",
     "read_config",
     "train",

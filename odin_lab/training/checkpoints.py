@@ -1,5 +1,6 @@
 """A run's files, for every algorithm: ``config.json``, checkpoints, the evaluation log, the
-best model's record, the policies kept for the soup, and parameter averages of models.
+best model's record, the policies kept for the soup, parameter averages of models and output
+ensembles of DMC models.
 
 Every file is a lab model file (docs/model-format.md) or JSON: safetensors tensors plus JSON
 metadata, so nothing a run reads is ever unpickled. A checkpoint is a model file whose tensors
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.dmc import ensemble_state, read_dmc_model
 from agents.files import write_atomic
 from agents.ppo import FORMAT_VERSION, MODEL_FORMAT, write_model
 from agents.registry import read_model_file
@@ -286,9 +288,31 @@ def average_models(paths: list[str | Path], out: str | Path) -> Path:
     return write_model(out, average, info)
 
 
+def ensemble_models(paths: list[str | Path], out: str | Path) -> Path:
+    """Write the output ensemble of DMC models (:func:`agents.dmc.ensemble_state`: one network
+    whose values are the mean of theirs) to ``out`` as a lab model file; return ``out``.
+    Unlike :func:`average_models` the members need not come from one start, only share a depth
+    and a horizon. ``ValueError`` names a member that is not a DMC model or does not fit;
+    nothing is written then."""
+    if not paths:
+        raise ValueError("an ensemble needs at least one model")
+    members = []
+    for path in paths:
+        try:
+            members.append(read_dmc_model(path))
+        except (FileNotFoundError, ValueError) as error:
+            raise ValueError(f"--ensemble: {error}") from None
+    try:
+        info, state = ensemble_state(members, {**provenance(), "ensemble": [str(p) for p in paths]})
+    except ValueError as error:
+        raise ValueError(f"--ensemble: {error}") from None
+    return write_model(out, state, info)
+
+
 __all__ = [
     "BEST", "BEST_RECORD", "CHECKPOINT", "EVALUATIONS", "KEPT", "SOUP", "RunState",
-    "average_models", "best_on_record", "checkpoint_step", "drop_kept_after", "kept_path",
+    "average_models", "best_on_record", "checkpoint_step", "drop_kept_after", "ensemble_models",
+    "kept_path",
     "kept_policies", "load_checkpoint", "provenance", "prune_kept", "read_run",
     "save_checkpoint", "write_best_record", "write_config", "write_evaluations",
 ]  # fmt: skip

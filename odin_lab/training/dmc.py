@@ -34,13 +34,12 @@ from odin_env.observation import OBS_SIZE
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.dmc_collector import DMCCollector, Finished
+from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import episode_summary
 
 OPTIMIZERS = ("adam", "rmsprop")
-HORIZONS = ("episode", "hand", "win")
 EXPLORE, SHUFFLE, INIT, TABLES = 1, 2, 3, 4
 """Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
 exploration draws, the minibatch order, (at step 0) the network's initial weights, and the
@@ -269,8 +268,6 @@ class DMCLearner:
         self.shuffle = th.Generator().manual_seed(
             spawn_seed(config.seed, GAMES_STREAM, steps, SHUFFLE)
         )
-        by_hand = self.settings.horizon in ("hand", "win")
-        win = self.settings.horizon == "win"
         self.pools, self.collectors = [], []
         for k, players in enumerate(table_sizes(self.settings.other_tables, config)):
             # The first size keeps the seeds of a one-size run; another size k has sub-stream k.
@@ -285,7 +282,9 @@ class DMCLearner:
                 game, config.selfplay_batch, seed=spawn_seed(config.seed, GAMES_STREAM, *key)
             )
             self.collectors.append(
-                DMCCollector(games, pool, self.chooser(), rng, self.settings.gamma, by_hand, win)
+                DMCCollector(
+                    games, pool, self.chooser(), rng, self.settings.gamma, self.settings.horizon
+                )
             )
         self.collector = self.collectors[0]
         if SELF in config.opponents and not self.snapshots:

@@ -10,10 +10,10 @@ learner's ``greedy`` choice (all rows in one call); the opponents' rows are aske
 agents, one call per agent. Rewards are credited as PPO's collector credits them: a decision
 gets everything its seat was paid from that decision (included) until the seat's next decision
 or the episode's end (a seat paid before its first decision of an episode has nothing to
-credit). When an episode ends (with ``by_hand``, when a hand ends), each seat's decisions since
-the last such end get their returns (:func:`discounted_returns`; with ``win``, every one of them
-the seat's chance to win the game from the totals the hand left, :func:`agents.search.win_chance`:
-exact when the hand ended the game) and are ready;
+credit). When an episode ends (with horizon ``hand`` or ``win``, when a hand ends), each seat's
+decisions since the last such end get their returns (:func:`discounted_returns`; with ``win``,
+every one of them the seat's chance to win the game from the totals the hand left,
+:func:`agents.search.win_chance`: exact when the hand ended the game) and are ready;
 :meth:`DMCCollector.collect` hands out the ready ones and keeps the others for later.
 """
 
@@ -30,6 +30,10 @@ from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_lab.training.collector import FinishedEpisode
 from odin_lab.training.pool import LEARNER, OpponentPool
+
+HORIZONS = ("episode", "hand", "win")
+"""Where a decision's return stops (:class:`DMCCollector`'s ``horizon``): the episode's end, the
+end of its hand, or the end of its hand valued by the seat's win chance."""
 
 
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
@@ -73,11 +77,11 @@ class DMCCollector:
     episode ends and its return is known (see the module docstring).
 
     ``greedy(obs, mask) -> actions``: the learner's argmax-Q choice for rows of observations and
-    masks; ``rng``: the exploration draws; ``by_hand``: a decision's return stops at the end of
-    its hand (what later hands pay is not counted), else at the episode's end; ``win`` (with
-    ``by_hand``): the return of each decision of a hand is its seat's win chance from the totals
-    the hand left, not what it was paid. One collector for the whole run: episodes in progress
-    carry over from one :meth:`collect` to the next."""
+    masks; ``rng``: the exploration draws; ``horizon`` (one of :data:`HORIZONS`): ``episode``,
+    a decision's return stops at the episode's end; ``hand``, at the end of its hand (what later
+    hands pay is not counted); ``win``, the return of each decision of a hand is its seat's win
+    chance from the totals the hand left, not what it was paid. One collector for the whole
+    run: episodes in progress carry over from one :meth:`collect` to the next."""
 
     def __init__(
         self,
@@ -86,15 +90,14 @@ class DMCCollector:
         greedy: Callable[[np.ndarray, np.ndarray], np.ndarray],
         rng: np.random.Generator,
         gamma: float,
-        by_hand: bool = False,
-        win: bool = False,
+        horizon: str = "episode",
     ):
-        if win and not by_hand:
-            raise ValueError("win returns are valued at a hand's end: they need by_hand")
+        if horizon not in HORIZONS:
+            raise ValueError(f"horizon must be one of {', '.join(HORIZONS)}; got {horizon!r}")
         if not games.auto_forced:
             raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
         self.games, self.pool, self.greedy, self.rng, self.gamma = games, pool, greedy, rng, gamma
-        self.by_hand, self.win = by_hand, win
+        self.by_hand, self.win = horizon in ("hand", "win"), horizon == "win"
         batch, players = games.batch, games.config.players
         # The decisions of episodes in progress (and finished ones not yet handed out), one row
         # each; `prev` links a decision to its seat's previous one in the episode (-1: none).

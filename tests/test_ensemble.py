@@ -1,0 +1,115 @@
+"""DMC output ensembles (``train.py --ensemble``, ``agents.dmc.ensemble_state``): one network
+whose value of every legal action is the mean of its members' values, written as a lab model
+file that plays as ``dmc:PATH``; members that cannot be averaged are refused in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.dmc import BUNDLED_DMC, DMCAgent, dmc_info, ensemble_state, read_dmc_model
+from agents.ppo import BUNDLED_MODEL, write_model
+from odin_env.batched import BatchedGames
+from odin_env.rules import Config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _network(net: list[int], seed: int, horizon: str = "hand", players=None):
+    """A random DMC network of widths ``net``: ``(info, state)``."""
+    rng = np.random.default_rng(seed)
+    info = dmc_info(net, players, horizon=horizon)
+    _, like = read_dmc_model(BUNDLED_DMC)
+    sizes = {"state_in.weight": (net[0], like["state_in.weight"].shape[1]),
+             "state_in.bias": (net[0],),
+             "action_in.weight": (net[0], like["action_in.weight"].shape[1]),
+             "q.weight": (1, net[-1]), "q.bias": (1,)}  # fmt: skip
+    for i, (a, b) in enumerate(zip(net, net[1:])):
+        sizes[f"hidden.{i}.weight"], sizes[f"hidden.{i}.bias"] = (b, a), (b,)
+    state = {k: rng.normal(0, 0.3, size).astype(np.float32) for k, size in sizes.items()}
+    return info, state
+
+
+def _positions(players: int = 4, steps: int = 30):
+    """Observations and masks of real positions (batched games, first legal actions)."""
+    games = BatchedGames(Config(players=players), batch=8, seed=3)
+    obs, masks = [], []
+    for _ in range(steps):
+        obs.append(games.obs.copy())
+        masks.append(games.mask.copy())
+        games.step(games.first_legal)
+    return np.concatenate(obs), np.concatenate(masks)
+
+
+def test_the_ensemble_values_every_legal_action_at_the_mean_of_its_members():
+    members = [read_dmc_model(BUNDLED_DMC), _network([64, 32, 16], 1), _network([32, 8, 48], 2)]
+    info, state = ensemble_state(members)
+    assert info["architecture"]["net"] == [256 + 64 + 32, 256 + 32 + 8, 128 + 16 + 48]
+    obs, masks = _positions()
+    together = DMCAgent(state, info).values(obs, masks)
+    each = [DMCAgent(s, i).values(obs, masks) for i, s in members]
+    legal = masks.astype(bool)
+    assert np.isneginf(together[~legal]).all()
+    np.testing.assert_allclose(together[legal], np.mean(each, axis=0)[legal], rtol=1e-4, atol=1e-4)
+    # The mean, not the sum or one member: the members disagree, and the ensemble's choices
+    # are the mean's.
+    assert not np.allclose(each[0][legal], each[1][legal], atol=1e-2)
+    mean_choice = np.where(legal, np.mean(each, axis=0), -np.inf).argmax(1)
+    assert (DMCAgent(state, info).act_batch(obs, masks) == mean_choice).mean() > 0.99
+
+
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [
+        (_network([16, 16], 4), "member 1 has 2 layers, member 0 3: same depth only"),
+        (_network([16, 16, 16], 4, horizon="win"), "values horizon 'win', member 0 'hand'"),
+        (_network([16, 16, 16], 4, players=4), "member 1 plays players 4, member 0 None"),
+    ],
+)
+def test_members_that_cannot_be_averaged_are_refused(other, named):
+    with pytest.raises(ValueError, match=named):
+        ensemble_state([_network([16, 16, 16], 3), other])
+
+
+def _train_py(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "train.py", *map(str, args)], cwd=ROOT, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_train_py_ensemble_writes_a_model_that_plays_as_the_mean(tmp_path):
+    small = tmp_path / "small.safetensors"
+    write_model(small, *reversed(_network([64, 32, 16], 5)))
+    done = _train_py("--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble",
+                     BUNDLED_DMC, small)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "runs" / "both" / "ensemble.safetensors"
+    assert done.stdout.strip() == f"done: {out}"
+    info, state = read_dmc_model(out)
+    assert info["provenance"]["ensemble"] == [str(BUNDLED_DMC), str(small)]
+    obs, masks = _positions(players=3, steps=10)
+    expected = np.mean([DMCAgent.load(p).values(obs, masks) for p in (BUNDLED_DMC, small)], 0)
+    legal = masks.astype(bool)
+    got = DMCAgent(state, info).values(obs, masks)
+    np.testing.assert_allclose(got[legal], expected[legal], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("member", "named"),
+    [
+        (BUNDLED_MODEL, "--ensemble: cannot load DMC model"),
+        (Path("nowhere.safetensors"), "--ensemble: no model at nowhere.safetensors"),
+    ],
+)
+def test_train_py_ensemble_refuses_a_member_in_one_line_and_writes_nothing(member, named, tmp_path):
+    done = _train_py("--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble",
+                     BUNDLED_DMC, member)  # fmt: skip
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0], done.stderr
+    assert not (tmp_path / "runs" / "both").exists()
