@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from odin_env.rules import Config
-from odin_lab.evaluation.records import config_dict, load_records, replay
+from odin_lab.evaluation.records import RecordsFile, config_dict, load_records, replay
 from odin_lab.evaluation.tournament import GameRecord, deal_seed, rotation_order
 
 SAVE_EVERY_S = 60.0
@@ -47,19 +47,7 @@ def partial_records(out: Path, key: dict) -> list[GameRecord]:
     tournament's game at its place (its deal, rotation, seed and seats) or does not replay from
     its seed and actions to its recorded hands, totals and winners (a file edited since)."""
     path = Path(out) / "tournament.json"
-    try:
-        saved = load_records(path)
-    except ValueError as e:
-        raise ValueError(f"--resume: {e}; start afresh without --resume") from None
-    if saved.extra.get("partial") is not True:
-        raise ValueError(f"--resume: {path} is complete; nothing to resume")
-    found = {"agents_specs": list(saved.specs), "config": config_dict(saved.config)}
-    for name, value in key.items():
-        recorded = found[name] if name in found else saved.extra.get(name)
-        if recorded != value:
-            raise ValueError(
-                f"--resume: {path} was played with {name} {_short(recorded)}, not {_short(value)}"
-            )
+    saved = _partial(path, key)
     _check_kept(saved.games, saved.config, key["seed"], key["deals"], path)
     return list(saved.games)
 
@@ -75,19 +63,7 @@ def partial_tables(
     one of the plan's ``tables`` with its agents, and each of its games the table's tournament
     game at its place that replays to its record. ``ValueError`` of one line otherwise."""
     path = Path(out) / "leaderboard.json"
-    try:
-        saved = load_records(path)
-    except ValueError as e:
-        raise ValueError(f"--resume: {e}; start afresh without --resume") from None
-    if saved.extra.get("partial") is not True:
-        raise ValueError(f"--resume: {path} is complete; nothing to resume")
-    found = {"agents_specs": list(saved.specs), "config": config_dict(saved.config)}
-    for name, value in key.items():
-        recorded = found[name] if name in found else saved.extra.get(name)
-        if recorded != value:
-            raise ValueError(
-                f"--resume: {path} was played with {name} {_short(recorded)}, not {_short(value)}"
-            )
+    saved = _partial(path, key)
     listed = saved.extra.get("tables")
     per_table = key["deals_per_table"] * saved.config.players
     if not isinstance(listed, list) or len(saved.games) != per_table * len(listed):
@@ -113,6 +89,25 @@ def partial_tables(
         _check_kept(local, saved.config, key["seed"], key["deals_per_table"], path, i * per_table)
         done[index] = games
     return done
+
+
+def _partial(path: Path, key: dict) -> RecordsFile:
+    """The partial records file at ``path`` played with ``key``'s settings (``agents_specs``,
+    ``config``, and entries of its summary); ``ValueError`` of one line otherwise."""
+    try:
+        saved = load_records(path)
+    except ValueError as e:
+        raise ValueError(f"--resume: {e}; start afresh without --resume") from None
+    if saved.extra.get("partial") is not True:
+        raise ValueError(f"--resume: {path} is complete; nothing to resume")
+    found = {"agents_specs": list(saved.specs), "config": config_dict(saved.config)}
+    for name, value in key.items():
+        recorded = found[name] if name in found else saved.extra.get(name)
+        if recorded != value:
+            raise ValueError(
+                f"--resume: {path} was played with {name} {_short(recorded)}, not {_short(value)}"
+            )
+    return saved
 
 
 def _short(value: object) -> str:
