@@ -154,14 +154,32 @@ def _model_section(path: Path) -> str:
     return "\n\n".join(parts)
 
 
-def _selection(selection: dict) -> str:
-    how = selection.get("how", "")
-    rows = [
-        [what, _rate(entry[0], entry[1:])]
-        for what, entry in selection.items()
-        if isinstance(entry, list) and len(entry) == 3
-    ]
-    return f"**Chosen** by {how}\n\n" + _table(["candidate", "win rate [95% CI]"], rows)
+def _selection(selection: dict, title: str = "Chosen") -> str:
+    """How a model was chosen: ``how``, then a table of its candidates, each a list of
+    ``[rate, low, high]`` or, when the selection names its ``columns``, one rate per column
+    (``None``: not measured); then ``chosen``, and any nested selection (a member's) below."""
+    how, columns = selection.get("how", ""), selection.get("columns")
+    if columns:
+        rows = [
+            [what, *("-" if v is None else f"{100 * v:.1f}%" for v in entry)]
+            for what, entry in selection.items()
+            if what != "columns" and isinstance(entry, list) and len(entry) == len(columns)
+        ]
+        table = _table(["candidate", *columns], rows)
+    else:
+        rows = [
+            [what, _rate(entry[0], entry[1:])]
+            for what, entry in selection.items()
+            if isinstance(entry, list) and len(entry) == 3
+        ]
+        table = _table(["candidate", "win rate [95% CI]"], rows)
+    text = f"**{title}** by {how}\n\n" + table
+    if isinstance(selection.get("chosen"), str):
+        text += f"\n\nChosen: {selection['chosen']}."
+    for what, entry in selection.items():
+        if isinstance(entry, dict):
+            text += "\n\n" + _selection(entry, f"{what.capitalize()}: chosen")
+    return text
 
 
 def _evaluation(evaluation: dict) -> str:

@@ -48,7 +48,8 @@ def _positions(players: int = 4, steps: int = 30):
 def test_the_ensemble_values_every_legal_action_at_the_mean_of_its_members():
     members = [read_dmc_model(BUNDLED_DMC), _network([64, 32, 16], 1), _network([32, 8, 48], 2)]
     info, state = ensemble_state(members)
-    assert info["architecture"]["net"] == [256 + 64 + 32, 256 + 32 + 8, 128 + 16 + 48]
+    a, b, c = members[0][0]["architecture"]["net"]
+    assert info["architecture"]["net"] == [a + 64 + 32, b + 32 + 8, c + 16 + 48]
     obs, masks = _positions()
     together = DMCAgent(state, info).values(obs, masks)
     each = [DMCAgent(s, i).values(obs, masks) for i, s in members]

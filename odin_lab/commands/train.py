@@ -169,22 +169,20 @@ def _write_new(out: Path, write: Callable[[], Path]) -> Path:
         raise
 
 
-def average(args: argparse.Namespace) -> Path:
-    """``--average``: the parameter average of the models, ``runs/NAME/average.safetensors``."""
-    out = _output(args, "average.safetensors")
-    for path in args.average:
-        if not path.is_file():
-            raise ValueError(f"--average: no model at {path}")
-    return _write_new(out, lambda: average_models(args.average, out))
+COMBINE = {"average": average_models, "ensemble": ensemble_models}
+"""The jobs that write one model from several, by flag: their parameter average (a soup) or
+their output ensemble (DMC models), as ``runs/NAME/<job>.safetensors``."""
 
 
-def ensemble(args: argparse.Namespace) -> Path:
-    """``--ensemble``: the output ensemble of DMC models, ``runs/NAME/ensemble.safetensors``."""
-    out = _output(args, "ensemble.safetensors")
-    for path in args.ensemble:
+def combine(args: argparse.Namespace, job: str) -> Path:
+    """``--average`` or ``--ensemble`` (``job``): the models given, combined into
+    ``runs/NAME/<job>.safetensors``."""
+    paths = getattr(args, job)
+    out = _output(args, f"{job}.safetensors")
+    for path in paths:
         if not path.is_file():
-            raise ValueError(f"--ensemble: no model at {path}")
-    return _write_new(out, lambda: ensemble_models(args.ensemble, out))
+            raise ValueError(f"--{job}: no model at {path}")
+    return _write_new(out, lambda: COMBINE[job](paths, out))
 
 
 def import_sb3_zip(args: argparse.Namespace) -> Path:
@@ -210,10 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         # The first Ctrl-C or SIGTERM saves a checkpoint; a later one is dropped, also on the
         # way out, so that it cannot cut the save short or kill the exit.
         with stop_once():
-            if args.average:
-                path = average(args)
-            elif args.ensemble:
-                path = ensemble(args)
+            if args.average or args.ensemble:
+                path = combine(args, "average" if args.average else "ensemble")
             elif args.import_sb3_zip:
                 path = import_sb3_zip(args)
             else:
