@@ -196,6 +196,43 @@ def test_kill_9_keeps_a_studys_rows_saved_as_they_finished_and_resume_plays_the_
     assert not [p for p in killed.iterdir() if p.name.startswith(".")]  # no staging left
 
 
+def interrupt_after(monkeypatch, module, calls: int) -> tuple:
+    """Make ``module.play_tournament`` raise ``KeyboardInterrupt`` (Ctrl-C) once ``calls`` calls
+    have gone through; return the real function and the list that holds one item per call let
+    through (a test may reset it)."""
+    real, through = module.play_tournament, []
+
+    def play(*args, **kwargs):
+        if len(through) == calls:
+            raise KeyboardInterrupt
+        through.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "play_tournament", play)
+    return real, through
+
+
+def changed(argv: list[str], change: list[str]) -> list[str]:
+    """``argv`` with the values after the flag ``change[0]`` replaced by ``change[1:]`` (no
+    change: a copy)."""
+    out = list(argv)
+    if change:
+        at = out.index(change[0])
+        out[at + 1 : at + len(change)] = change[1:]
+    return out
+
+
+def resume_refused(argv: list[str], out, named: str, capsys) -> None:
+    """``--resume`` of ``argv`` into ``out`` exits 2 with one line naming ``named``, and leaves
+    ``out`` as it was."""
+    before = snapshot(out)
+    capsys.readouterr()
+    assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 2
+    said = lines_of(capsys.readouterr().err)
+    assert len(said) == 1 and named in said[0], said
+    assert snapshot(out) == before
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
@@ -211,26 +248,9 @@ def test_resume_refuses_a_partial_study_of_other_settings_in_one_line(
     argv = ["seating", "--agent", "greedy", "--players", "2", "3", "--start-rule", "rotate",
             "--games", "8", "--seed", "6", "--no-progress"]  # fmt: skip
     out = tmp_path / "s"
-    real, calls = studies.play_tournament, []
-
-    def play(*args, **kwargs):
-        if calls:
-            raise KeyboardInterrupt
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(studies, "play_tournament", play)
+    real, _ = interrupt_after(monkeypatch, studies, 1)
     assert evaluate.main([*argv, "--out", str(out)]) == 130
-    before = snapshot(out)
-    changed = list(argv)
-    for flag, *values in [change]:
-        at = changed.index(flag)
-        changed[at + 1 : at + 1 + len(values)] = values
-    capsys.readouterr()
-    assert evaluate.main([*changed, "--out", str(out), "--resume"]) == 2
-    said = lines_of(capsys.readouterr().err)
-    assert len(said) == 1 and named in said[0], said
-    assert snapshot(out) == before
+    resume_refused(changed(argv, change), out, named, capsys)
     # A complete study has nothing to resume; a folder without one, nothing to read.
     monkeypatch.setattr(studies, "play_tournament", real)
     assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 0
@@ -312,30 +332,13 @@ def test_leaderboard_resume_refuses_a_partial_result_of_other_settings_or_edited
     argv = [*LEADERBOARD, "--seed", "7"]
     argv[argv.index("--games") + 1] = "8"
     out = tmp_path / "lb"
-    real, calls = leaderboard.play_tournament, []
-
-    def play(*args, **kwargs):
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(leaderboard, "play_tournament", play)
+    real, _ = interrupt_after(monkeypatch, leaderboard, 3)
     assert evaluate.main([*argv, "--out", str(out)]) == 130
     assert len(json.loads((out / "leaderboard.json").read_text())["tables"]) == 3
     if edit is not None:
         path = out / "leaderboard.json"
         path.write_text(json.dumps(edit(json.loads(path.read_text()))))
-    before = snapshot(out)
-    changed = list(argv)
-    if change:
-        at = changed.index(change[0])
-        changed[at + 1 : at + len(change)] = change[1:]
-    capsys.readouterr()
-    assert evaluate.main([*changed, "--out", str(out), "--resume"]) == 2
-    said = lines_of(capsys.readouterr().err)
-    assert len(said) == 1 and named in said[0], said
-    assert snapshot(out) == before
+    resume_refused(changed(argv, change), out, named, capsys)
     if edit is None:  # the partial result itself resumes, and then it is complete
         monkeypatch.setattr(leaderboard, "play_tournament", real)
         assert evaluate.main([*argv, "--out", str(out), "--resume"]) == 0
@@ -364,15 +367,7 @@ def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
 def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_resume_plays_the_rest(
     command, tmp_path, monkeypatch, capsys
 ):
-    real, calls = studies.play_tournament, []
-
-    def play(*args, **kwargs):
-        if len(calls) == 1:
-            raise KeyboardInterrupt
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(studies, "play_tournament", play)
+    real, calls = interrupt_after(monkeypatch, studies, 1)
     out = tmp_path / command
     argv = {
         "seating": ["seating", "--agent", "greedy", "--players", "2", "3", "--start-rule",
