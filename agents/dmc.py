@@ -14,6 +14,14 @@ observation's part is computed once per row and the action's once per action (fo
     z_{i+1} = relu(hidden[i](z_i))
     Q(o, a) = q(z_last)
 
+A model's ``symmetries`` (its JSON; 1 when absent) is how many labellings of the colours in
+play the player reads each position under: with ``k > 1`` the value of an action is the mean of
+``Q`` over the identity and ``k - 1`` other permutations of those colours
+(:func:`odin_env.symmetry.colour_permutations`), each applied to the observation and the action
+alike (:func:`odin_env.symmetry.colour_relabelling`). Colours are a symmetry of the game, so
+this changes what the player plays only through the network's errors, which the mean averages
+out: the same network, read ``k`` times.
+
 A model file is a lab model file (docs/model-format.md) whose ``model`` JSON says
 ``"algo": "dmc"`` and whose ``policy/`` tensors are the network's (:data:`TENSORS`). The player
 reads only the observation and the mask.
@@ -29,8 +37,9 @@ import numpy as np
 
 from agents.base import refuse_goat
 from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
-from odin_env.observation import OBS_SIZE
+from odin_env.observation import LAYOUT, OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
+from odin_env.symmetry import Relabelling, colour_permutations, colour_relabelling
 
 ALGO = "dmc"
 """The ``algo`` entry of a DMC model's ``model`` JSON, and its agent spec's kind (``dmc:PATH``)."""
@@ -39,6 +48,11 @@ BUNDLED_DMC = Path(__file__).resolve().parent / "models" / "dmc.safetensors"
 players, with no heuristic and no search inside (its card: ``models/dmc.json``)."""
 ACTIVATION = "ReLU"
 """The activation of every hidden layer."""
+MAX_SYMMETRIES = 720
+"""The most colour labellings a model may ask its player to read a position under (6!, all of
+them at 6 colours): it bounds the work a model file can ask for."""
+_COLOURS = LAYOUT["colours"][0]
+"""Where the observation's ``colours`` field lies: 1 for each colour in play."""
 TENSORS = (
     "state_in.weight", "state_in.bias", "action_in.weight", "hidden.<i>.weight",
     "hidden.<i>.bias", "q.weight", "q.bias",
@@ -49,10 +63,15 @@ TENSORS = (
 
 
 def dmc_info(
-    net: list[int], players: int | None, provenance: dict | None = None, horizon: str = "hand"
+    net: list[int],
+    players: int | None,
+    provenance: dict | None = None,
+    horizon: str = "hand",
+    symmetries: int = 1,
 ) -> dict:
     """The ``model`` JSON of a DMC model file (docs/model-format.md); ``horizon``: what its
-    values estimate (the ``horizon`` it was trained with; see :func:`value_horizon`)."""
+    values estimate (the ``horizon`` it was trained with; see :func:`value_horizon`);
+    ``symmetries``: the colour labellings its player averages over (the module docstring)."""
     return {
         "algo": ALGO,
         "architecture": {
@@ -64,6 +83,7 @@ def dmc_info(
         "num_actions": NUM_ACTIONS,
         "players": players,
         "horizon": horizon,
+        "symmetries": int(symmetries),
         "provenance": provenance or {},
     }
 
@@ -74,6 +94,15 @@ def value_horizon(info: dict[str, Any]) -> str:
     (its seat's chance to win the game once the hand ends) or ``episode`` (its return to the
     game's end)."""
     return str(info.get("horizon", "hand"))
+
+
+def play_symmetries(info: dict[str, Any]) -> int:
+    """How many colour labellings the player of a DMC model's ``model`` JSON averages its values
+    over (1 when the file names none); ``ValueError`` unless an int in 1 .. MAX_SYMMETRIES."""
+    k = info.get("symmetries", 1)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SYMMETRIES:
+        raise ValueError(f"its symmetries is {k!r}; allowed: an integer 1 .. {MAX_SYMMETRIES}")
+    return k
 
 
 def model_algo(path: str | Path) -> str | None:
@@ -137,6 +166,7 @@ def check_state(info: dict[str, Any], state: dict[str, np.ndarray]) -> None:
             f"activation {arch.get('activation')!r}, actions {info.get('num_actions')}; this "
             f"version plays {ACTIVATION} networks over {NUM_ACTIONS} actions"
         )
+    play_symmetries(info)
     shapes = {
         "state_in.weight": (net[0], OBS_SIZE),
         "state_in.bias": (net[0],),
@@ -160,14 +190,17 @@ def check_state(info: dict[str, Any], state: dict[str, np.ndarray]) -> None:
 
 
 def ensemble_state(
-    members: list[tuple[dict[str, Any], dict[str, Any]]], provenance: dict | None = None
+    members: list[tuple[dict[str, Any], dict[str, Any]]],
+    provenance: dict | None = None,
+    symmetries: int = 1,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One DMC network whose ``Q`` is the mean of the ``members``' ``Q`` (``(info, state)``
     pairs, as :func:`read_dmc_model` gives them): an output ensemble written as one network of
-    the same depth, its layers the members' side by side. The first layer stacks the members'
-    rows, each hidden layer is block-diagonal (a member's units read only its own), and the
-    output weighs every member's last layer by ``1 / k``, so the play is exactly the average of
-    the members' values, at the cost of their summed widths.
+    the same depth, its layers the members' side by side, whose player reads each position under
+    ``symmetries`` colour labellings (the members' own are not carried). The first layer stacks
+    the members' rows, each hidden layer is block-diagonal (a member's units read only its own),
+    and the output weighs every member's last layer by ``1 / k``, so the play is exactly the
+    average of the members' values, at the cost of their summed widths.
 
     The members must have the same depth and horizon (values in the same units) and agree on
     the table size (``players``: one size, or every size). ``ValueError`` names the first that
@@ -217,7 +250,8 @@ def ensemble_state(
         state[f"hidden.{i}.weight"] = block_diagonal(f"hidden.{i}.weight")
         state[f"hidden.{i}.bias"] = stacked(f"hidden.{i}.bias")
     net = [sum(info["architecture"]["net"][i] for info, _ in members) for i in range(depth)]
-    info = dmc_info(net, first_info.get("players"), provenance, horizon)
+    info = dmc_info(net, first_info.get("players"), provenance, horizon, symmetries)
+    play_symmetries(info)
     return info, {k: v.astype(np.float32) for k, v in state.items()}
 
 
@@ -244,6 +278,16 @@ class DMCAgent:
             for i in range(len(net) - 1)
         ]
         self.q = (state["q.weight"][0].copy(), float(state["q.bias"][0]))
+        self.symmetries = play_symmetries(info)
+        self._relabellings: dict[int, list[Relabelling]] = {}
+
+    def relabellings(self, colours: int) -> list[Relabelling]:
+        """The colour labellings this player reads a position with ``colours`` colours in play
+        under (:func:`odin_env.symmetry.colour_permutations`; the identity first)."""
+        if colours not in self._relabellings:
+            perms = colour_permutations(colours, self.symmetries)
+            self._relabellings[colours] = [colour_relabelling(p) for p in perms]
+        return self._relabellings[colours]
 
     @classmethod
     def load(cls, path: str | Path) -> DMCAgent:
@@ -259,7 +303,8 @@ class DMCAgent:
     def pair_values(
         self, observations: np.ndarray, rows: np.ndarray, actions: np.ndarray
     ) -> np.ndarray:
-        """``Q(observations[rows[k]], actions[k])`` for each pair ``k``: float32 ``(P,)``."""
+        """``Q(observations[rows[k]], actions[k])`` for each pair ``k``: float32 ``(P,)``, the
+        network's own (under the labelling given; :meth:`values` averages over several)."""
         w, b = self.state_in
         z = np.asarray(observations, np.float32) @ w + b
         z = np.maximum(z[rows] + self.action_table[actions], 0.0)
@@ -269,7 +314,9 @@ class DMCAgent:
         return z @ w + b
 
     def values(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
-        """``(n, 3634)`` float32: ``Q`` of each legal action of each row, ``-inf`` elsewhere."""
+        """``(n, 3634)`` float32: the value of each legal action of each row, ``-inf``
+        elsewhere: ``Q``, or its mean over the model's colour labellings (the module
+        docstring)."""
         refuse_goat(action_masks, "a DMC model trained without the Goat")
         observations = np.reshape(observations, (-1, OBS_SIZE))
         masks = np.asarray(action_masks).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
@@ -279,7 +326,19 @@ class DMCAgent:
             raise ValueError("an action mask has no legal action: this agent is not the one to act")
         rows, actions = np.nonzero(masks)
         out = np.full(masks.shape, -np.inf, dtype=np.float32)
-        out[rows, actions] = self.pair_values(observations, rows, actions)
+        if self.symmetries == 1:
+            out[rows, actions] = self.pair_values(observations, rows, actions)
+            return out
+        observations = np.asarray(observations, np.float32)
+        colours = observations[rows, _COLOURS].sum(1).round().astype(np.int64)
+        for count in np.unique(colours):
+            pairs = colours == count
+            maps = self.relabellings(int(count))
+            total = sum(
+                self.pair_values(observations[:, m.obs], rows[pairs], m.action[actions[pairs]])
+                for m in maps
+            )
+            out[rows[pairs], actions[pairs]] = total / len(maps)
         return out
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
@@ -292,6 +351,6 @@ class DMCAgent:
 
 
 __all__ = [
-    "ACTIVATION", "ALGO", "DMCAgent", "TENSORS", "check_state", "dmc_info", "ensemble_state",
-    "model_algo", "read_dmc_model",
+    "ACTIVATION", "ALGO", "DMCAgent", "MAX_SYMMETRIES", "TENSORS", "check_state", "dmc_info",
+    "ensemble_state", "model_algo", "play_symmetries", "read_dmc_model",
 ]  # fmt: skip

@@ -52,7 +52,8 @@ def test_the_ensemble_values_every_legal_action_at_the_mean_of_its_members():
     assert info["architecture"]["net"] == [a + 64 + 32, b + 32 + 8, c + 16 + 48]
     obs, masks = _positions()
     together = DMCAgent(state, info).values(obs, masks)
-    each = [DMCAgent(s, i).values(obs, masks) for i, s in members]
+    # Each member as its network alone: an ensemble does not carry its members' labellings.
+    each = [DMCAgent(s, {**i, "symmetries": 1}).values(obs, masks) for i, s in members]
     legal = masks.astype(bool)
     assert np.isneginf(together[~legal]).all()
     np.testing.assert_allclose(together[legal], np.mean(each, axis=0)[legal], rtol=1e-4, atol=1e-4)
@@ -94,7 +95,9 @@ def test_train_py_ensemble_writes_a_model_that_plays_as_the_mean(tmp_path):
     info, state = read_dmc_model(out)
     assert info["provenance"]["ensemble"] == [str(BUNDLED_DMC), str(small)]
     obs, masks = _positions(players=3, steps=10)
-    expected = np.mean([DMCAgent.load(p).values(obs, masks) for p in (BUNDLED_DMC, small)], 0)
+    alone = [read_dmc_model(path) for path in (BUNDLED_DMC, small)]
+    values = [DMCAgent(s, {**i, "symmetries": 1}).values(obs, masks) for i, s in alone]
+    expected = np.mean(values, 0)  # of the networks alone: the members' labellings are not kept
     legal = masks.astype(bool)
     got = DMCAgent(state, info).values(obs, masks)
     np.testing.assert_allclose(got[legal], expected[legal], rtol=1e-4, atol=1e-4)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
+from agents.dmc import MAX_SYMMETRIES
 from odin_env.rules import Config
 from odin_lab import cli
 from odin_lab.evaluation.results import stop_once
@@ -82,6 +83,14 @@ def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
         metavar="PATH",
         help="instead of training: write one DMC network whose values are the mean of the DMC "
         "model files' given (the same depth and horizon) to runs/NAME/ensemble.safetensors",
+    )
+    p.add_argument(
+        "--symmetries",
+        type=int,
+        metavar="K",
+        help="with --ensemble: its player reads each position under K labellings of the colours "
+        f"in play and plays the mean value (1 .. {MAX_SYMMETRIES}; default 1: as the network "
+        "alone)",
     )
     p.add_argument(
         "--import-sb3-zip",
@@ -182,7 +191,8 @@ def combine(args: argparse.Namespace, job: str) -> Path:
     for path in paths:
         if not path.is_file():
             raise ValueError(f"--{job}: no model at {path}")
-    return _write_new(out, lambda: COMBINE[job](paths, out))
+    extra = {} if args.symmetries is None else {"symmetries": args.symmetries}
+    return _write_new(out, lambda: COMBINE[job](paths, out, **extra))
 
 
 def import_sb3_zip(args: argparse.Namespace) -> Path:
@@ -204,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(chosen) > 1:
         flags = " and ".join(cli.flag(f) for f in chosen)
         return cli.fail(PROG, f"{flags} are different jobs: give one of them")
+    if args.symmetries is not None and not args.ensemble:
+        return cli.fail(PROG, "--symmetries is a setting of --ensemble: give it with --ensemble")
+    if args.symmetries is not None and not 1 <= args.symmetries <= MAX_SYMMETRIES:
+        return cli.fail(
+            PROG, f"--symmetries {args.symmetries}: allowed 1 .. {MAX_SYMMETRIES} (labellings)"
+        )
     try:
         # The first Ctrl-C or SIGTERM saves a checkpoint; a later one is dropped, also on the
         # way out, so that it cannot cut the save short or kill the exit.

@@ -288,9 +288,10 @@ def average_models(paths: list[str | Path], out: str | Path) -> Path:
     return write_model(out, average, info)
 
 
-def ensemble_models(paths: list[str | Path], out: str | Path) -> Path:
+def ensemble_models(paths: list[str | Path], out: str | Path, symmetries: int = 1) -> Path:
     """Write the output ensemble of DMC models (:func:`agents.dmc.ensemble_state`: one network
-    whose values are the mean of theirs) to ``out`` as a lab model file; return ``out``.
+    whose values are the mean of theirs; its player reads each position under ``symmetries``
+    colour labellings) to ``out`` as a lab model file; return ``out``.
     Unlike :func:`average_models` the members need not come from one start, only share a depth
     and a horizon. ``ValueError`` names a member that is not a DMC model or does not fit;
     nothing is written then."""
@@ -303,7 +304,9 @@ def ensemble_models(paths: list[str | Path], out: str | Path) -> Path:
         except (FileNotFoundError, ValueError) as error:
             raise ValueError(f"--ensemble: {error}") from None
     try:
-        info, state = ensemble_state(members, {**provenance(), "ensemble": [str(p) for p in paths]})
+        info, state = ensemble_state(
+            members, {**provenance(), "ensemble": [str(p) for p in paths]}, symmetries
+        )
     except ValueError as error:
         raise ValueError(f"--ensemble: {error}") from None
     return write_model(out, state, info)

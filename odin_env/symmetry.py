@@ -1,0 +1,80 @@
+"""The colour symmetry of Odin: relabelling the colours of every card changes nothing in play.
+
+No rule names a colour (R4-R7 ask only whether cards share one, R5 reads the values alone, and
+R3 keeps colours ``0 .. colours - 1``), so a game whose cards had their colours permuted among
+the colours in play is the same game: the same seats act, with the same choices, to the same
+penalties. :func:`colour_relabelling` gives what that permutation does to the encodings, so
+that a player can read one position under several labellings (a network that averages its
+values over them, :class:`agents.dmc.DMCAgent`). :func:`colour_permutations` picks a fixed,
+spread set of them.
+
+Only the encodings of a game without the Goat are mapped (``OBS_SIZE`` entries and
+``NUM_ACTIONS`` actions): the Goat has no colour, but its actions and fields are laid out apart.
+"""
+
+from __future__ import annotations
+
+from itertools import permutations
+from math import factorial
+from typing import NamedTuple
+
+import numpy as np
+
+from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
+from odin_env.combos import COMBO_BITS, NUM_COMBOS, combo_index_of_bits
+from odin_env.observation import LAYOUT, OBS_SIZE, PLANES
+from odin_env.rules import NUM_ACTIONS, TAKE
+from odin_env.seeding import splitmix64
+
+
+class Relabelling(NamedTuple):
+    """What one colour permutation does to the encodings (index arrays, int64).
+
+    With ``perm[c]`` the new colour of colour ``c``: the relabelled game's observation is
+    ``observation[obs]`` and its legal mask ``mask[inverse(action)]``; action ``a`` of the
+    game is action ``action[a]`` of the relabelled one."""
+
+    obs: np.ndarray
+    action: np.ndarray
+
+
+def colour_relabelling(perm: tuple[int, ...] | list[int]) -> Relabelling:
+    """The :class:`Relabelling` of the colour permutation ``perm`` (``perm[c]``: the new colour
+    of colour ``c``; a permutation of ``0 .. 5``). ``ValueError`` for anything else."""
+    perm = [int(c) for c in perm]
+    if sorted(perm) != list(range(NUM_COLOURS)):
+        raise ValueError(f"perm must be a permutation of 0 .. {NUM_COLOURS - 1}; got {perm}")
+    card = np.array([perm[c // NUM_VALUES] * NUM_VALUES + c % NUM_VALUES for c in range(NUM_CARDS)])
+    inverse = np.argsort(perm)  # the old colour of each new colour
+    obs = np.arange(OBS_SIZE)
+    for name, _ in PLANES:  # each plane is [colour, value - 1]: its colour rows move
+        where, shape = LAYOUT[name]
+        block = np.arange(where.start, where.stop).reshape(shape)
+        obs[where] = (block[inverse] if len(shape) == 2 else block[:, inverse]).reshape(-1)
+    where, _ = LAYOUT["colours"]
+    obs[where] = np.arange(where.start, where.stop)[inverse]
+    action = np.arange(NUM_ACTIONS)
+    for i in range(NUM_COMBOS):
+        bits = COMBO_BITS[i]
+        action[i] = combo_index_of_bits(
+            sum(1 << int(card[c]) for c in range(NUM_CARDS) if bits >> c & 1)
+        )
+    action[TAKE : TAKE + NUM_CARDS] = TAKE + card
+    return Relabelling(obs, action)
+
+
+def colour_permutations(colours: int, count: int) -> list[tuple[int, ...]]:
+    """``count`` distinct permutations of the colours in play, ``0 .. colours - 1`` (the others
+    stay): the identity first, then the others in a fixed pseudo-random order (each
+    permutation's lexicographic rank keyed by :func:`~odin_env.seeding.splitmix64`), so the
+    same arguments give the same list on every machine and version. All ``colours!`` of them
+    when ``count`` is larger."""
+    if not 1 <= colours <= NUM_COLOURS or count < 1:
+        raise ValueError(f"colours must be 1 .. {NUM_COLOURS}, count >= 1; got {colours}, {count}")
+    ranked = list(permutations(range(colours)))  # lexicographic: the identity is rank 0
+    order = [0, *sorted(range(1, factorial(colours)), key=splitmix64)]
+    rest = tuple(range(colours, NUM_COLOURS))
+    return [ranked[r] + rest for r in order[:count]]
+
+
+__all__ = ["Relabelling", "colour_permutations", "colour_relabelling"]

@@ -1,0 +1,194 @@
+"""Relabelling the colours of every card is a symmetry of the game and of its encodings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.dmc import MAX_SYMMETRIES, DMCAgent, dmc_info, read_dmc_model
+from agents.ppo import NUM_ACTION_FEATURES, write_model
+from odin_env.batched import BatchedGames
+from odin_env.cards import NUM_VALUES, cards_of
+from odin_env.combos import combo_index
+from odin_env.observation import LAYOUT, OBS_SIZE, observe
+from odin_env.rules import NUM_ACTIONS, TAKE, Config, Game
+from odin_env.symmetry import colour_permutations, colour_relabelling
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def relabelled_start(game: Game, perm: tuple[int, ...]) -> Game:
+    """``game`` at the start of its first hand, every card's colour ``c`` made ``perm[c]``."""
+
+    def card(c: int) -> int:
+        return perm[c // NUM_VALUES] * NUM_VALUES + c % NUM_VALUES
+
+    hands = [[card(c) for c in cards_of(hand)] for hand in game.hands]
+    return Game.from_position(game.config, hands, game.current)
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 5, 6])
+def test_a_relabelled_deal_plays_the_same_game_through_the_maps(players: int) -> None:
+    config = Config(players=players)
+    for perm in colour_permutations(config.colours, 4)[1:]:
+        maps = colour_relabelling(perm)
+        inverse = np.argsort(maps.action)
+        rng = np.random.default_rng(players)
+        game = Game(config, seed=players)
+        twin = relabelled_start(game, perm)
+        decisions = 0
+        while not game.history:  # the first hand: the next deal draws from each game's own rng
+            for seat in range(players):
+                np.testing.assert_array_equal(observe(twin, seat), observe(game, seat)[maps.obs])
+            np.testing.assert_array_equal(twin.legal_mask(), game.legal_mask()[inverse])
+            action = int(game.legal[rng.integers(len(game.legal))])
+            rewards = game.apply(action)
+            assert twin.apply(int(maps.action[action])) == rewards
+            decisions += 1
+        assert twin.history == game.history and decisions > players
+
+
+def test_the_maps_are_permutations_that_move_cards_with_their_colour() -> None:
+    perm = (2, 0, 1, 3, 5, 4)
+    maps = colour_relabelling(perm)
+    assert sorted(maps.obs) == list(range(len(maps.obs)))
+    assert sorted(maps.action) == list(range(NUM_ACTIONS))
+    assert not (maps.action == np.arange(NUM_ACTIONS)).all()
+    identity = colour_relabelling(range(6))
+    assert (identity.obs == np.arange(len(identity.obs))).all()
+    assert (identity.action == np.arange(NUM_ACTIONS)).all()
+    # card 4 (colour 0, value 5) becomes colour 2's 5; card 13 (colour 1's 5) colour 0's
+    assert maps.action[combo_index([4])] == combo_index([2 * NUM_VALUES + 4])
+    assert maps.action[combo_index([4, 13])] == combo_index([4, 2 * NUM_VALUES + 4])
+    assert maps.action[TAKE + 13] == TAKE + 4
+
+
+def test_colour_permutations_are_fixed_distinct_and_keep_the_colours_out_of_play() -> None:
+    four = colour_permutations(4, 30)
+    assert len(four) == 24 and len(set(four)) == 24  # all 4! of them, once each
+    assert four[0] == (0, 1, 2, 3, 4, 5)
+    assert all(p[4:] == (4, 5) for p in four)
+    six = colour_permutations(6, 8)
+    assert len(set(six)) == 8 and six == colour_permutations(6, 8)
+    assert six[:4] == colour_permutations(6, 4)  # a shorter list is a prefix
+    assert six[1] != (0, 1, 2, 3, 5, 4)  # spread, not the lexicographic neighbours
+    with pytest.raises(ValueError, match="permutation of 0 .. 5"):
+        colour_relabelling((0, 0, 1, 2, 3, 4))
+    with pytest.raises(ValueError, match="count >= 1"):
+        colour_permutations(6, 0)
+
+
+# -- a DMC player that reads a position under several labellings (agents.dmc) -----------------
+
+
+def _network(symmetries: int, seed: int = 0) -> DMCAgent:
+    """A random DMC network (16-8 wide) whose player averages over ``symmetries`` labellings."""
+    rng = np.random.default_rng(seed)
+    info = dmc_info([16, 8], None, symmetries=symmetries)
+    sizes = {"state_in.weight": (16, OBS_SIZE), "state_in.bias": (16,),
+             "action_in.weight": (16, NUM_ACTION_FEATURES), "hidden.0.weight": (8, 16),
+             "hidden.0.bias": (8,), "q.weight": (1, 8), "q.bias": (1,)}  # fmt: skip
+    return DMCAgent({k: rng.normal(0, 0.5, s) for k, s in sizes.items()}, info)
+
+
+def _positions(*sizes: int, steps: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """Observations and masks of real positions at the table sizes given, in one batch."""
+    obs, masks = [], []
+    for players in sizes:
+        games = BatchedGames(Config(players=players), batch=6, seed=players)
+        for _ in range(steps):
+            obs.append(games.obs.copy())
+            masks.append(games.mask.copy())
+            games.step(games.first_legal)
+    return np.concatenate(obs), np.concatenate(masks)
+
+
+def _relabelled(obs: np.ndarray, masks: np.ndarray, perm: tuple[int, ...]):
+    maps = colour_relabelling(perm)
+    return maps, obs[:, maps.obs], masks[:, np.argsort(maps.action)]
+
+
+def test_a_player_with_symmetries_plays_the_mean_of_its_network_over_the_labellings():
+    obs, masks = _positions(2, 4)  # 4 colours in play and 6, in one batch
+    player, network = _network(5), _network(1)
+    legal = masks.astype(bool)
+    expected = np.zeros(masks.shape)
+    for row, colours in enumerate(obs[:, LAYOUT["colours"][0]].sum(1).astype(int)):
+        for perm in colour_permutations(colours, 5):
+            maps, o, m = _relabelled(obs[row : row + 1], masks[row : row + 1], perm)
+            expected[row] += network.values(o, m)[0, maps.action] / 5
+    got = player.values(obs, masks)
+    assert np.isneginf(got[~legal]).all()
+    np.testing.assert_allclose(got[legal], expected[legal], rtol=1e-5, atol=1e-5)
+    # The labellings matter: the network alone values the positions otherwise.
+    assert not np.allclose(network.values(obs, masks)[legal], got[legal], atol=1e-3)
+
+
+def test_over_every_labelling_the_values_are_exactly_those_of_a_relabelled_game():
+    obs, masks = _positions(2)
+    every, alone = _network(24), _network(1)  # 4! labellings: all of those of 4 colours
+    for perm in colour_permutations(4, 24)[1:4]:
+        maps, o, m = _relabelled(obs, masks, perm)
+        legal = masks.astype(bool)
+        np.testing.assert_allclose(
+            every.values(o, m)[:, maps.action][legal], every.values(obs, masks)[legal], atol=1e-4
+        )
+        assert not np.allclose(
+            alone.values(o, m)[:, maps.action][legal], alone.values(obs, masks)[legal], atol=1e-3
+        )
+
+
+@pytest.mark.parametrize("symmetries", [0, MAX_SYMMETRIES + 1, 2.5, True, "8"])
+def test_a_model_asking_for_an_impossible_number_of_labellings_is_refused(symmetries, tmp_path):
+    network = _network(1)
+    info = {**network.info, "symmetries": symmetries}
+    with pytest.raises(ValueError, match=f"symmetries is {symmetries!r}; allowed: an integer 1"):
+        DMCAgent(network.arrays, info)
+    path = tmp_path / "odd.safetensors"
+    write_model(path, network.arrays, info)
+    with pytest.raises(ValueError, match=f"incompatible DMC model {path}: its symmetries"):
+        read_dmc_model(path)
+
+
+def _train_py(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "train.py", "--runs-dir", str(tmp_path), "--name", "sym",
+         *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp_path):
+    member = tmp_path / "member.safetensors"
+    write_model(member, _network(1).arrays, _network(1).info)
+    done = _train_py(tmp_path, "--ensemble", member, "--symmetries", 6)
+    assert done.returncode == 0, done.stderr
+    info, state = read_dmc_model(tmp_path / "sym" / "ensemble.safetensors")
+    assert info["symmetries"] == 6
+    obs, masks = _positions(3, steps=4)
+    legal = masks.astype(bool)
+    np.testing.assert_allclose(
+        DMCAgent(state, info).values(obs, masks)[legal],
+        _network(6).values(obs, masks)[legal], rtol=1e-5, atol=1e-5,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--symmetries", 8), "--symmetries is a setting of --ensemble: give it with --ensemble"),
+        (("--ensemble", "M", "--symmetries", 0), "--symmetries 0: allowed 1 .. 720"),
+        (("--ensemble", "M", "--symmetries", 721), "--symmetries 721: allowed 1 .. 720"),
+    ],
+)
+def test_train_py_refuses_symmetries_it_cannot_write_in_one_line(args, named, tmp_path):
+    member = tmp_path / "member.safetensors"
+    write_model(member, _network(1).arrays, _network(1).info)
+    done = _train_py(tmp_path, *(member if a == "M" else a for a in args))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0], done.stderr
+    assert not (tmp_path / "sym").exists()
