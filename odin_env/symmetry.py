@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
-from odin_env.combos import COMBO_BITS, NUM_COMBOS, combo_index_of_bits
+from odin_env.combos import COMBO_MASKS, NUM_COMBOS, combo_index_of_bits
 from odin_env.observation import LAYOUT, OBS_SIZE, PLANES
 from odin_env.rules import NUM_ACTIONS, TAKE
 from odin_env.seeding import splitmix64
@@ -54,11 +54,10 @@ def colour_relabelling(perm: tuple[int, ...] | list[int]) -> Relabelling:
     where, _ = LAYOUT["colours"]
     obs[where] = np.arange(where.start, where.stop)[inverse]
     action = np.arange(NUM_ACTIONS)
-    for i in range(NUM_COMBOS):
-        bits = COMBO_BITS[i]
-        action[i] = combo_index_of_bits(
-            sum(1 << int(card[c]) for c in range(NUM_CARDS) if bits >> c & 1)
-        )
+    moved = np.zeros_like(COMBO_MASKS)
+    moved[:, card] = COMBO_MASKS  # each combo's cards, every one moved to its new colour
+    bits = (moved.astype(np.uint64) << np.arange(NUM_CARDS, dtype=np.uint64)).sum(1)
+    action[:NUM_COMBOS] = [combo_index_of_bits(int(b)) for b in bits]
     action[TAKE : TAKE + NUM_CARDS] = TAKE + card
     return Relabelling(obs, action)
 

@@ -103,16 +103,27 @@ def test_train_py_ensemble_writes_a_model_that_plays_as_the_mean(tmp_path):
     np.testing.assert_allclose(got[legal], expected[legal], rtol=1e-4, atol=1e-4)
 
 
+SHALLOW = "shallow"
+"""A member path in the cases below: a DMC network of another depth than the bundled one's."""
+
+
 @pytest.mark.parametrize(
-    ("member", "named"),
+    ("job", "member", "named"),
     [
-        (BUNDLED_MODEL, "--ensemble: cannot load DMC model"),
-        (Path("nowhere.safetensors"), "--ensemble: no model at nowhere.safetensors"),
+        ("--ensemble", BUNDLED_MODEL, "--ensemble: cannot load DMC model"),
+        ("--ensemble", Path("nowhere.safetensors"), "--ensemble: no model at nowhere.safetensors"),
+        ("--ensemble", SHALLOW, "--ensemble: member 1 has 2 layers, member 0 3: same depth only"),
+        ("--average", SHALLOW, "--average: cannot average"),
+        ("--average", Path("nowhere.safetensors"), "--average: no model at nowhere.safetensors"),
     ],
 )
-def test_train_py_ensemble_refuses_a_member_in_one_line_and_writes_nothing(member, named, tmp_path):
-    done = _train_py("--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble",
-                     BUNDLED_DMC, member)  # fmt: skip
+def test_train_py_combining_refuses_a_member_in_one_line_and_writes_nothing(
+    job, member, named, tmp_path
+):
+    if member == SHALLOW:
+        member = tmp_path / "shallow.safetensors"
+        write_model(member, *reversed(_network([16, 16], 6)))
+    done = _train_py("--runs-dir", tmp_path / "runs", "--name", "both", job, BUNDLED_DMC, member)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], done.stderr

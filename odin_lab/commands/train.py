@@ -188,11 +188,14 @@ def combine(args: argparse.Namespace, job: str) -> Path:
     ``runs/NAME/<job>.safetensors``."""
     paths = getattr(args, job)
     out = _output(args, f"{job}.safetensors")
-    for path in paths:
-        if not path.is_file():
-            raise ValueError(f"--{job}: no model at {path}")
     extra = {} if args.symmetries is None else {"symmetries": args.symmetries}
-    return _write_new(out, lambda: COMBINE[job](paths, out, **extra))
+    try:
+        for path in paths:
+            if not path.is_file():
+                raise ValueError(f"no model at {path}")
+        return _write_new(out, lambda: COMBINE[job](paths, out, **extra))
+    except ValueError as error:  # the library's message, named by the flag it came from
+        raise ValueError(f"--{job}: {error}") from None
 
 
 def import_sb3_zip(args: argparse.Namespace) -> Path:

@@ -297,18 +297,9 @@ def ensemble_models(paths: list[str | Path], out: str | Path, symmetries: int = 
     nothing is written then."""
     if not paths:
         raise ValueError("an ensemble needs at least one model")
-    members = []
-    for path in paths:
-        try:
-            members.append(read_dmc_model(path))
-        except (FileNotFoundError, ValueError) as error:
-            raise ValueError(f"--ensemble: {error}") from None
-    try:
-        info, state = ensemble_state(
-            members, {**provenance(), "ensemble": [str(p) for p in paths]}, symmetries
-        )
-    except ValueError as error:
-        raise ValueError(f"--ensemble: {error}") from None
+    members = [read_dmc_model(path) for path in paths]
+    origin = {**provenance(), "ensemble": [str(p) for p in paths]}
+    info, state = ensemble_state(members, origin, symmetries)
     return write_model(out, state, info)
 
 
