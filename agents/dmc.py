@@ -37,7 +37,7 @@ import numpy as np
 
 from agents.base import refuse_goat
 from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
-from odin_env.observation import LAYOUT, OBS_SIZE
+from odin_env.observation import OBS_SIZE, views
 from odin_env.rules import NUM_ACTIONS
 from odin_env.symmetry import Relabelling, colour_permutations, colour_relabelling
 
@@ -51,8 +51,6 @@ ACTIVATION = "ReLU"
 MAX_SYMMETRIES = 720
 """The most colour labellings a model may ask its player to read a position under (6!, all of
 them at 6 colours): it bounds the work a model file can ask for."""
-_COLOURS = LAYOUT["colours"][0]
-"""Where the observation's ``colours`` field lies: 1 for each colour in play."""
 TENSORS = (
     "state_in.weight", "state_in.bias", "action_in.weight", "hidden.<i>.weight",
     "hidden.<i>.bias", "q.weight", "q.bias",
@@ -330,7 +328,7 @@ class DMCAgent:
             out[rows, actions] = self.pair_values(observations, rows, actions)
             return out
         observations = np.asarray(observations, np.float32)
-        colours = observations[rows, _COLOURS].sum(1).round().astype(np.int64)
+        colours = views(observations)["colours"][rows].sum(1).round().astype(np.int64)
         for count in np.unique(colours):
             pairs = colours == count
             maps = self.relabellings(int(count))

@@ -10,39 +10,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dmc_networks import positions, random_dmc
 
-from agents.dmc import BUNDLED_DMC, DMCAgent, dmc_info, ensemble_state, read_dmc_model
+from agents.dmc import BUNDLED_DMC, DMCAgent, ensemble_state, read_dmc_model
 from agents.ppo import BUNDLED_MODEL, write_model
-from odin_env.batched import BatchedGames
-from odin_env.rules import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _network(net: list[int], seed: int, horizon: str = "hand", players=None):
     """A random DMC network of widths ``net``: ``(info, state)``."""
-    rng = np.random.default_rng(seed)
-    info = dmc_info(net, players, horizon=horizon)
-    _, like = read_dmc_model(BUNDLED_DMC)
-    sizes = {"state_in.weight": (net[0], like["state_in.weight"].shape[1]),
-             "state_in.bias": (net[0],),
-             "action_in.weight": (net[0], like["action_in.weight"].shape[1]),
-             "q.weight": (1, net[-1]), "q.bias": (1,)}  # fmt: skip
-    for i, (a, b) in enumerate(zip(net, net[1:])):
-        sizes[f"hidden.{i}.weight"], sizes[f"hidden.{i}.bias"] = (b, a), (b,)
-    state = {k: rng.normal(0, 0.3, size).astype(np.float32) for k, size in sizes.items()}
-    return info, state
+    return random_dmc(net, seed, players=players, horizon=horizon)
 
 
 def _positions(players: int = 4, steps: int = 30):
     """Observations and masks of real positions (batched games, first legal actions)."""
-    games = BatchedGames(Config(players=players), batch=8, seed=3)
-    obs, masks = [], []
-    for _ in range(steps):
-        obs.append(games.obs.copy())
-        masks.append(games.mask.copy())
-        games.step(games.first_legal)
-    return np.concatenate(obs), np.concatenate(masks)
+    return positions(players, steps, batch=8, seed=3)
 
 
 def test_the_ensemble_values_every_legal_action_at_the_mean_of_its_members():

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dmc_networks import positions, random_dmc
 
-from agents.dmc import MAX_SYMMETRIES, DMCAgent, dmc_info, read_dmc_model
-from agents.ppo import NUM_ACTION_FEATURES, write_model
-from odin_env.batched import BatchedGames
+from agents.dmc import MAX_SYMMETRIES, DMCAgent, read_dmc_model
+from agents.ppo import write_model
 from odin_env.cards import NUM_VALUES, cards_of
 from odin_env.combos import combo_index
-from odin_env.observation import LAYOUT, OBS_SIZE, observe
+from odin_env.observation import LAYOUT, observe
 from odin_env.rules import NUM_ACTIONS, TAKE, Config, Game
 from odin_env.symmetry import colour_permutations, colour_relabelling
 
@@ -87,24 +87,14 @@ def test_colour_permutations_are_fixed_distinct_and_keep_the_colours_out_of_play
 
 def _network(symmetries: int, seed: int = 0) -> DMCAgent:
     """A random DMC network (16-8 wide) whose player averages over ``symmetries`` labellings."""
-    rng = np.random.default_rng(seed)
-    info = dmc_info([16, 8], None, symmetries=symmetries)
-    sizes = {"state_in.weight": (16, OBS_SIZE), "state_in.bias": (16,),
-             "action_in.weight": (16, NUM_ACTION_FEATURES), "hidden.0.weight": (8, 16),
-             "hidden.0.bias": (8,), "q.weight": (1, 8), "q.bias": (1,)}  # fmt: skip
-    return DMCAgent({k: rng.normal(0, 0.5, s) for k, s in sizes.items()}, info)
+    info, state = random_dmc([16, 8], seed, scale=0.5, symmetries=symmetries)
+    return DMCAgent(state, info)
 
 
 def _positions(*sizes: int, steps: int = 12) -> tuple[np.ndarray, np.ndarray]:
     """Observations and masks of real positions at the table sizes given, in one batch."""
-    obs, masks = [], []
-    for players in sizes:
-        games = BatchedGames(Config(players=players), batch=6, seed=players)
-        for _ in range(steps):
-            obs.append(games.obs.copy())
-            masks.append(games.mask.copy())
-            games.step(games.first_legal)
-    return np.concatenate(obs), np.concatenate(masks)
+    both = [positions(players, steps, batch=6, seed=players) for players in sizes]
+    return np.concatenate([o for o, _ in both]), np.concatenate([m for _, m in both])
 
 
 def _relabelled(obs: np.ndarray, masks: np.ndarray, perm: tuple[int, ...]):
