@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +13,15 @@ from dmc_networks import positions, random_dmc
 
 from agents.dmc import MAX_SYMMETRIES, DMCAgent, read_dmc_model
 from agents.ppo import write_model
+from odin_env.batched import BatchedGames
 from odin_env.cards import NUM_VALUES, cards_of
 from odin_env.combos import combo_index
-from odin_env.observation import LAYOUT, observe
+from odin_env.observation import LAYOUT, observe, views
 from odin_env.rules import NUM_ACTIONS, TAKE, Config, Game
 from odin_env.symmetry import colour_permutations, colour_relabelling
+from odin_lab.training import make_config
+from odin_lab.training.dmc import DMCLearner
+from odin_lab.training.dmc_collector import Finished
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,3 +187,77 @@ def test_train_py_refuses_symmetries_it_cannot_write_in_one_line(args, named, tm
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], done.stderr
     assert not (tmp_path / "sym").exists()
+
+
+def _dmc_learner(**settings):
+    config = make_config("dmc", game=Config(players=4), net=[32, 16], seed=5, **settings)
+    config.check()
+    learner = DMCLearner(config)
+    learner.start()
+    return learner
+
+
+def _decisions() -> tuple[np.ndarray, np.ndarray]:
+    """Positions of a 2-player table (4 colours) and a 4-player one (6), each with a legal
+    action."""
+    obs, actions = [], []
+    for players in (2, 4):
+        games = BatchedGames(Config(players=players), batch=48, seed=players)
+        rng = np.random.default_rng(players)
+        for _ in range(3):
+            chosen = np.array([rng.choice(np.flatnonzero(m)) for m in games.mask])
+            obs.append(games.obs.copy())
+            actions.append(chosen)
+            games.step(chosen)
+    return np.concatenate(obs), np.concatenate(actions).astype(np.int64)
+
+
+def test_relabel_reads_each_decision_under_a_labelling_of_its_own_colours_in_play():
+    """Every relabelled decision is its position and action under one permutation of the colours
+    that row has in play (a 2-player row's two colours out of play stay put), drawn per row: many
+    labellings appear, and the same draws give the same copies."""
+    learner = _dmc_learner(relabel=True)
+    obs, actions = _decisions()
+    state = learner.relabel_rng.bit_generator.state
+    new_obs, new_actions = learner.relabelled(obs, actions)
+    seen = set()
+    for row in range(len(obs)):
+        colours = int(views(obs[row : row + 1])["colours"].sum())
+        obs_maps, action_maps = learner.labellings(colours)
+        match = np.flatnonzero(
+            (obs[row][obs_maps] == new_obs[row]).all(1)
+            & (action_maps[:, actions[row]] == new_actions[row])
+        )
+        assert len(match), row
+        perms = colour_permutations(colours, 10**9)
+        assert all(perms[k][colours:] == tuple(range(colours, 6)) for k in match)
+        seen.add((colours, int(match[0])))
+    assert len({k for c, k in seen if c == 4}) > 10 and len({k for c, k in seen if c == 6}) > 50
+    assert (new_obs != obs).any(1).mean() > 0.9
+    learner.relabel_rng.bit_generator.state = state
+    again = learner.relabelled(obs, actions)
+    np.testing.assert_array_equal(again[0], new_obs)
+    np.testing.assert_array_equal(again[1], new_actions)
+
+
+def test_with_relabel_an_update_regresses_the_relabelled_decisions_onto_their_own_returns():
+    """An update with ``relabel`` is exactly the update without it on the relabelled copies of
+    the same decisions, with the same returns; without ``relabel`` the decisions go in as
+    played."""
+    plain, relabelling = _dmc_learner(), _dmc_learner(relabel=True)
+    twin = _dmc_learner(relabel=True)
+    obs, actions = _decisions()
+    n = len(obs)
+    returns = np.random.default_rng(0).normal(size=n).astype(np.float32)
+    others = {f.name: np.zeros(n, np.int64) for f in fields(Finished)}
+    batch = Finished(**{**others, "obs": obs, "actions": actions, "returns": returns})
+    new_obs, new_actions = twin.relabelled(obs, actions)
+    relabelling._update(batch)
+    plain._update(replace(batch, obs=new_obs, actions=new_actions))
+    for name, value in relabelling.state().items():
+        np.testing.assert_array_equal(value, plain.state()[name])
+    unchanged = _dmc_learner()
+    unchanged._update(batch)
+    assert any(
+        not np.array_equal(value, plain.state()[name]) for name, value in unchanged.state().items()
+    )

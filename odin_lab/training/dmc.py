@@ -30,9 +30,10 @@ import torch as th
 from agents.dmc import DMCAgent, dmc_info, read_dmc_model, value_horizon
 from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
 from odin_env.batched import BatchedGames
-from odin_env.observation import OBS_SIZE
+from odin_env.observation import OBS_SIZE, views
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
+from odin_env.symmetry import colour_permutations, colour_relabelling
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
@@ -40,10 +41,11 @@ from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import episode_summary
 
 OPTIMIZERS = ("adam", "rmsprop")
-EXPLORE, SHUFFLE, INIT, TABLES = 1, 2, 3, 4
+EXPLORE, SHUFFLE, INIT, TABLES, RELABEL = 1, 2, 3, 4, 5
 """Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
-exploration draws, the minibatch order, (at step 0) the network's initial weights, and the
-games and pools of ``other_tables`` (``steps, TABLES, k``; also of the pool stream)."""
+exploration draws, the minibatch order, (at step 0) the network's initial weights, the
+games and pools of ``other_tables`` (``steps, TABLES, k``; also of the pool stream), and the
+labellings of ``relabel``."""
 
 
 def check_positive_ints(settings: object, names: tuple[str, ...]) -> None:
@@ -130,6 +132,11 @@ class DMCConfig(QNetworkSettings):
     (None: ``epsilon`` throughout)."""
     epsilon_decay_steps: int = 1_000_000
     """Learner decisions over which ``epsilon_start`` falls to ``epsilon``."""
+    relabel: bool = False
+    """Regress each decision under a labelling of the colours in play drawn uniformly for it
+    (:mod:`odin_env.symmetry`: the observation and the action relabelled alike, the target
+    unchanged), so the network learns the symmetry that its player, reading a position under
+    several labellings (a model's ``symmetries``), averages over. The actors play unrelabelled."""
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
@@ -257,6 +264,7 @@ class DMCLearner:
         self.pools: list[OpponentPool] = []
         self.collectors: list[DMCCollector] = []
         self.collector: DMCCollector | None = None
+        self._labellings: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def warm_start(self, run_dir: Path, provenance: dict[str, Any]) -> dict[str, float]:
         """DMC has no warm start (``init`` weights are loaded when the learner is built)."""
@@ -267,6 +275,9 @@ class DMCLearner:
         rng = np.random.default_rng(spawn_seed(config.seed, GAMES_STREAM, steps, EXPLORE))
         self.shuffle = th.Generator().manual_seed(
             spawn_seed(config.seed, GAMES_STREAM, steps, SHUFFLE)
+        )
+        self.relabel_rng = np.random.default_rng(
+            spawn_seed(config.seed, GAMES_STREAM, steps, RELABEL)
         )
         self.pools, self.collectors = [], []
         for k, players in enumerate(table_sizes(self.settings.other_tables, config)):
@@ -342,8 +353,11 @@ class DMCLearner:
     def _update(self, batch: Finished) -> dict[str, float]:
         """``epochs`` passes of minibatch regressions of Q onto the returns."""
         device, settings = self.device, self.settings
-        obs = th.as_tensor(batch.obs, device=device)
-        actions = th.as_tensor(batch.actions, device=device)
+        obs, actions = batch.obs, batch.actions
+        if settings.relabel:
+            obs, actions = self.relabelled(obs, actions)
+        obs = th.as_tensor(obs, device=device)
+        actions = th.as_tensor(actions, device=device)
         returns = th.as_tensor(batch.returns, device=device)
         if self.refit_head and self.n_updates == 0:
             self._refit_head(obs, actions, returns)
@@ -361,6 +375,31 @@ class DMCLearner:
                 losses.append(float(loss.detach()))
         self.net.eval()
         return {"train/q_loss": float(np.mean(losses)), "train/decisions": float(len(batch))}
+
+    def relabelled(self, obs: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the decisions ``(obs, actions)``, each under a labelling of its colours in
+        play drawn uniformly from all of them (the identity among them) by ``relabel_rng``."""
+        colours = views(obs)["colours"].sum(1).round().astype(np.int64)
+        obs, actions = obs.copy(), actions.copy()
+        for count in np.unique(colours):
+            rows = np.flatnonzero(colours == count)
+            obs_maps, action_maps = self.labellings(int(count))
+            pick = self.relabel_rng.integers(len(obs_maps), size=len(rows))
+            obs[rows] = np.take_along_axis(obs[rows], obs_maps[pick], axis=1)
+            actions[rows] = action_maps[pick, actions[rows]]
+        return obs, actions
+
+    def labellings(self, colours: int) -> tuple[np.ndarray, np.ndarray]:
+        """The observation maps ``(colours!, OBS_SIZE)`` and action maps ``(colours!,
+        NUM_ACTIONS)`` of every permutation of ``colours`` colours (built once, about 2 s and
+        13 MB at six)."""
+        if colours not in self._labellings:
+            maps = [colour_relabelling(p) for p in colour_permutations(colours, 10**9)]
+            self._labellings[colours] = (
+                np.stack([m.obs for m in maps]).astype(np.int32),
+                np.stack([m.action for m in maps]).astype(np.int32),
+            )
+        return self._labellings[colours]
 
     def _refit_head(
         self,
