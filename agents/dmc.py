@@ -39,7 +39,7 @@ from agents.base import refuse_goat
 from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
 from odin_env.observation import OBS_SIZE, views
 from odin_env.rules import NUM_ACTIONS
-from odin_env.symmetry import Relabelling, colour_permutations, colour_relabelling
+from odin_env.symmetry import colour_relabellings
 
 ALGO = "dmc"
 """The ``algo`` entry of a DMC model's ``model`` JSON, and its agent spec's kind (``dmc:PATH``)."""
@@ -277,15 +277,6 @@ class DMCAgent:
         ]
         self.q = (state["q.weight"][0].copy(), float(state["q.bias"][0]))
         self.symmetries = play_symmetries(info)
-        self._relabellings: dict[int, list[Relabelling]] = {}
-
-    def relabellings(self, colours: int) -> list[Relabelling]:
-        """The colour labellings this player reads a position with ``colours`` colours in play
-        under (:func:`odin_env.symmetry.colour_permutations`; the identity first)."""
-        if colours not in self._relabellings:
-            perms = colour_permutations(colours, self.symmetries)
-            self._relabellings[colours] = [colour_relabelling(p) for p in perms]
-        return self._relabellings[colours]
 
     @classmethod
     def load(cls, path: str | Path) -> DMCAgent:
@@ -331,12 +322,12 @@ class DMCAgent:
         colours = views(observations)["colours"][rows].sum(1).round().astype(np.int64)
         for count in np.unique(colours):
             pairs = colours == count
-            maps = self.relabellings(int(count))
+            maps = colour_relabellings(int(count), self.symmetries)
             total = sum(
-                self.pair_values(observations[:, m.obs], rows[pairs], m.action[actions[pairs]])
-                for m in maps
+                self.pair_values(observations[:, obs], rows[pairs], action[actions[pairs]])
+                for obs, action in zip(*maps)
             )
-            out[rows[pairs], actions[pairs]] = total / len(maps)
+            out[rows[pairs], actions[pairs]] = total / len(maps.obs)
         return out
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:

@@ -14,12 +14,11 @@ from dmc_networks import positions, random_dmc
 
 from agents.dmc import MAX_SYMMETRIES, DMCAgent, read_dmc_model
 from agents.ppo import write_model
-from odin_env.batched import BatchedGames
 from odin_env.cards import NUM_VALUES, cards_of
 from odin_env.combos import combo_index
 from odin_env.observation import LAYOUT, observe, views
 from odin_env.rules import NUM_ACTIONS, TAKE, Config, Game
-from odin_env.symmetry import colour_permutations, colour_relabelling
+from odin_env.symmetry import colour_permutations, colour_relabelling, colour_relabellings
 from odin_lab.training import make_config
 from odin_lab.training.dmc import DMCLearner
 from odin_lab.training.dmc_collector import Finished
@@ -199,18 +198,11 @@ def _dmc_learner(**settings):
 
 
 def _decisions() -> tuple[np.ndarray, np.ndarray]:
-    """Positions of a 2-player table (4 colours) and a 4-player one (6), each with a legal
+    """Positions of a 2-player table (4 colours) and a 4-player one (6), each with a random legal
     action."""
-    obs, actions = [], []
-    for players in (2, 4):
-        games = BatchedGames(Config(players=players), batch=48, seed=players)
-        rng = np.random.default_rng(players)
-        for _ in range(3):
-            chosen = np.array([rng.choice(np.flatnonzero(m)) for m in games.mask])
-            obs.append(games.obs.copy())
-            actions.append(chosen)
-            games.step(chosen)
-    return np.concatenate(obs), np.concatenate(actions).astype(np.int64)
+    obs, masks = _positions(2, 4, steps=24)
+    rng = np.random.default_rng(2)
+    return obs, np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int64)
 
 
 def test_relabel_reads_each_decision_under_a_labelling_of_its_own_colours_in_play():
@@ -224,7 +216,7 @@ def test_relabel_reads_each_decision_under_a_labelling_of_its_own_colours_in_pla
     seen = set()
     for row in range(len(obs)):
         colours = int(views(obs[row : row + 1])["colours"].sum())
-        obs_maps, action_maps = learner.labellings(colours)
+        obs_maps, action_maps = colour_relabellings(colours, math.factorial(colours))
         match = np.flatnonzero(
             (obs[row][obs_maps] == new_obs[row]).all(1)
             & (action_maps[:, actions[row]] == new_actions[row])

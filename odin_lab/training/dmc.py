@@ -33,7 +33,7 @@ from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, views
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
-from odin_env.symmetry import colour_permutations, colour_relabelling
+from odin_env.symmetry import colour_relabellings
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
@@ -264,7 +264,6 @@ class DMCLearner:
         self.pools: list[OpponentPool] = []
         self.collectors: list[DMCCollector] = []
         self.collector: DMCCollector | None = None
-        self._labellings: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def warm_start(self, run_dir: Path, provenance: dict[str, Any]) -> dict[str, float]:
         """DMC has no warm start (``init`` weights are loaded when the learner is built)."""
@@ -383,25 +382,11 @@ class DMCLearner:
         obs, actions = obs.copy(), actions.copy()
         for count in np.unique(colours):
             rows = np.flatnonzero(colours == count)
-            obs_maps, action_maps = self.labellings(int(count))
+            obs_maps, action_maps = colour_relabellings(int(count), math.factorial(int(count)))
             pick = self.relabel_rng.integers(len(obs_maps), size=len(rows))
             obs[rows] = np.take_along_axis(obs[rows], obs_maps[pick], axis=1)
             actions[rows] = action_maps[pick, actions[rows]]
         return obs, actions
-
-    def labellings(self, colours: int) -> tuple[np.ndarray, np.ndarray]:
-        """The observation maps ``(colours!, OBS_SIZE)`` and action maps ``(colours!,
-        NUM_ACTIONS)`` of every permutation of ``colours`` colours (built once, about 1 s and
-        12 MB at six)."""
-        if colours not in self._labellings:
-            maps = [
-                colour_relabelling(p) for p in colour_permutations(colours, math.factorial(colours))
-            ]
-            self._labellings[colours] = (
-                np.stack([m.obs for m in maps]).astype(np.int32),
-                np.stack([m.action for m in maps]).astype(np.int32),
-            )
-        return self._labellings[colours]
 
     def _refit_head(
         self,
