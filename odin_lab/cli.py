@@ -43,6 +43,13 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # argparse drops a value of '--' (``--flag=--``) and keeps the default: refuse it.
+        for arg in sys.argv[1:] if args is None else args:
+            if isinstance(arg, str) and arg.startswith("--") and arg.endswith("=--"):
+                self.error(f"argument {arg[:-3]}: expected a value, got '--'")
+        return super().parse_known_args(args, namespace)
+
 
 def plain(text: str) -> str:
     """``text`` without Sphinx roles and literals: ``:class:`a.B``` -> ``a.B``, ````x```` -> x."""

@@ -268,3 +268,16 @@ def test_a_results_command_is_read_back_by_a_shell_as_its_very_arguments(argv):
     line = shell_command("benchmarks/table_sizes.py", argv)
     assert shlex.split(line) == ["python", "benchmarks/table_sizes.py", *argv]
     assert shell_command("evaluate.py") == shlex.join(["python", "evaluate.py", *sys.argv[1:]])
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_flag_given_the_value_dashdash_is_refused_not_dropped_for_its_default(command, tmp_path):
+    """argparse drops ``--flag=--`` and keeps the flag's default; every command refuses it
+    (found by the property test above: ``leaderboard --first-player=--`` ran with ``rotate``)."""
+    main, base, _ = COMMANDS[command]
+    argv = [a.format(out=tmp_path / "out") for a in base] + ["--seed=--"]
+    code, err = run_in_process(main, argv)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, (argv, code, err[-500:])
+    assert "argument --seed: expected a value, got '--'" in lines[0]
+    assert not (tmp_path / "out").exists()
