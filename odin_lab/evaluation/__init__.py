@@ -3,6 +3,7 @@
 and :mod:`odin_env` only.
 
 - :mod:`odin_lab.evaluation.tournament`: seeded, seat-rotated games on either engine, in parallel;
+- :mod:`odin_lab.evaluation.workers`: local worker processes that a Ctrl-C ends at once;
 - :mod:`odin_lab.evaluation.distributed`: Ray (optional): connecting to a cluster, tasks in order;
 - :mod:`odin_lab.evaluation.stats`: win rates with Wilson intervals, seat effects, ratings;
 - :mod:`odin_lab.evaluation.studies`: the tournament, seating and thresholds studies;

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import multiprocessing as mp
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -45,7 +43,6 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.files import write_atomic
-from agents.processes import started_ignoring_ctrl_c
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
@@ -54,6 +51,7 @@ from odin_lab.evaluation.records import config_dict, records_document, records_t
 from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.resume import Saver, partial_tables
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
+from odin_lab.evaluation.workers import Workers
 
 MAX_TABLES = 64
 """Most tables a leaderboard plays by default: with more combinations, a balanced sample."""
@@ -145,10 +143,6 @@ def plan_tables(
 
 
 def _init_worker() -> None:
-    # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
-    # finished tables); it terminates the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool ends its workers with SIGTERM
     # A worker shows no progress bar; tqdm's default lock is a process-shared semaphore that a
     # terminated worker would leave behind (a "leaked semaphore" warning at exit).
     tqdm.set_lock(threading.RLock())
@@ -202,12 +196,8 @@ def play_tables(
                     if on_table is not None:
                         on_table(list(done.items()))
             else:
-                # spawn, not fork: torch (PPO agents) is not fork-safe.
-                context = mp.get_context("spawn")
-                with started_ignoring_ctrl_c():
-                    pool = context.Pool(min(workers, len(tasks)), initializer=_init_worker)
-                with pool:
-                    for index, records in pool.imap_unordered(_play_table, tasks):
+                with Workers(min(workers, len(tasks)), initializer=_init_worker) as pool:
+                    for index, records in pool.imap(_play_table, tasks, ordered=False):
                         done[index] = records
                         bar.update(per_table)
                         if on_table is not None:

@@ -26,8 +26,6 @@ worker processes.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import signal
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
@@ -36,7 +34,6 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.batch import BatchAgent, act_by_seat
-from agents.processes import started_ignoring_ctrl_c
 from agents.registry import (
     absolute_spec,
     batch_form_names,
@@ -50,6 +47,7 @@ from odin_env.observation import observation_size, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
 from odin_lab.evaluation.limits import MAX_GAMES
+from odin_lab.evaluation.workers import Workers
 
 TOURNAMENT_ENGINES = ("auto", "single", "batched")
 """``play_tournament``'s engines: ``auto`` is ``batched`` when every agent has a batched form."""
@@ -156,15 +154,8 @@ class _Job:
 _worker_agents: list = []
 
 
-def _init_worker(specs: Sequence[str], batched: bool = False, worker: bool = False) -> None:
+def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
     global _worker_agents
-    if worker:
-        # Ctrl-C reaches the whole process group: the parent alone handles it (and keeps the
-        # finished games), the workers are terminated by it, with SIGTERM, which must reach
-        # them even if the parent ignored it when they started (a pool's end would wait
-        # forever on a worker that ignores it).
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if not batched:
         _worker_agents = [make(spec) for spec in specs]
         return
@@ -508,11 +499,7 @@ def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameReco
         for part in chunks:
             yield _work((job, part))
         return
-    # spawn, not fork: torch (PPO agents) is not fork-safe, and spawn behaves alike everywhere.
-    context = mp.get_context("spawn")
-    with started_ignoring_ctrl_c():
-        pool = context.Pool(workers, initializer=_init_worker, initargs=(*init, True))
-    with pool:
+    with Workers(workers, initializer=_init_worker, initargs=init) as pool:
         # This process plays the first part while the workers start: it compiles the numba
         # kernels once, and the workers load them from numba's disk cache, instead of every
         # worker compiling the same kernels at once (and announcing it) on shared cores.
