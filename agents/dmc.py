@@ -30,6 +30,7 @@ reads only the observation and the mask.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +254,32 @@ def ensemble_state(
     return info, {k: v.astype(np.float32) for k, v in state.items()}
 
 
+def labelled_mean(
+    pair_values: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    observations: np.ndarray,
+    rows: np.ndarray,
+    actions: np.ndarray,
+    symmetries: int,
+) -> np.ndarray:
+    """The mean of ``pair_values(observations, rows, actions)`` (one value per pair) over the
+    first ``symmetries`` colour labellings of each row's colours in play
+    (:func:`odin_env.symmetry.colour_relabellings`; 1: the position as it is)."""
+    if symmetries == 1:
+        return pair_values(observations, rows, actions)
+    observations = np.asarray(observations, np.float32)
+    colours = views(observations)["colours"][rows].sum(1).round().astype(np.int64)
+    out = np.empty(len(rows), np.float32)
+    for count in np.unique(colours):
+        pairs = colours == count
+        maps = colour_relabellings(int(count), symmetries)
+        total = sum(
+            pair_values(observations[:, obs], rows[pairs], action[actions[pairs]])
+            for obs, action in zip(*maps)
+        )
+        out[pairs] = total / len(maps.obs)
+    return out
+
+
 class DMCAgent:
     """A DMC Q-network as an :class:`agents.base.Agent` and a batched agent: the legal action of
     highest ``Q`` (see the module docstring). Deterministic; numpy only.
@@ -315,19 +342,9 @@ class DMCAgent:
             raise ValueError("an action mask has no legal action: this agent is not the one to act")
         rows, actions = np.nonzero(masks)
         out = np.full(masks.shape, -np.inf, dtype=np.float32)
-        if self.symmetries == 1:
-            out[rows, actions] = self.pair_values(observations, rows, actions)
-            return out
-        observations = np.asarray(observations, np.float32)
-        colours = views(observations)["colours"][rows].sum(1).round().astype(np.int64)
-        for count in np.unique(colours):
-            pairs = colours == count
-            maps = colour_relabellings(int(count), self.symmetries)
-            total = sum(
-                self.pair_values(observations[:, obs], rows[pairs], action[actions[pairs]])
-                for obs, action in zip(*maps)
-            )
-            out[rows[pairs], actions[pairs]] = total / len(maps.obs)
+        out[rows, actions] = labelled_mean(
+            self.pair_values, observations, rows, actions, self.symmetries
+        )
         return out
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
@@ -341,5 +358,5 @@ class DMCAgent:
 
 __all__ = [
     "ACTIVATION", "ALGO", "DMCAgent", "MAX_SYMMETRIES", "TENSORS", "check_state", "dmc_info",
-    "ensemble_state", "model_algo", "play_symmetries", "read_dmc_model",
+    "ensemble_state", "labelled_mean", "model_algo", "play_symmetries", "read_dmc_model",
 ]  # fmt: skip

@@ -306,6 +306,26 @@ def test_the_numpy_player_plays_the_learners_greedy_choice(tmp_path):
     )
 
 
+def test_actors_with_acting_symmetries_play_the_player_of_as_many_labellings():
+    """--acting-symmetries 8: the actors' greedy choice is the numpy player's that reads each
+    position under the same eight labellings (the model's ``symmetries``), not the network read
+    once; 2-player rows (four colours) and 4-player rows (six) alike."""
+    learner = _learner(acting_symmetries=8)
+    once = DMCAgent(learner.state(), learner.info())
+    eight = DMCAgent(learner.state(), {**learner.info(), "symmetries": 8})
+    differ = 0
+    for players in (2, 4):
+        games = BatchedGames(Config(players=players), batch=64, seed=players)
+        for _ in range(6):
+            chosen = learner.greedy(games.obs, games.mask)
+            np.testing.assert_array_equal(eight.act_batch(games.obs, games.mask), chosen)
+            differ += int((once.act_batch(games.obs, games.mask) != chosen).sum())
+            games.step(chosen)
+    assert differ > 0  # the labellings change some choices: the setting is wired in
+    with pytest.raises(ValueError, match="acting_symmetries must be 1-720; got 0"):
+        _learner(acting_symmetries=0)
+
+
 @pytest.mark.parametrize("horizon", ["hand", "win", "episode"])
 def test_a_model_file_names_what_its_values_estimate(horizon, tmp_path):
     """The header keeps the horizon the network was trained with (docs/model-format.md), and a

@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from agents.dmc import DMCAgent, dmc_info, read_dmc_model, value_horizon
+from agents.dmc import (
+    MAX_SYMMETRIES,
+    DMCAgent,
+    dmc_info,
+    labelled_mean,
+    read_dmc_model,
+    value_horizon,
+)
 from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, views
@@ -137,11 +144,19 @@ class DMCConfig(QNetworkSettings):
     (:mod:`odin_env.symmetry`: the observation and the action relabelled alike, the target
     unchanged), so the network learns the symmetry that its player, reading a position under
     several labellings (a model's ``symmetries``), averages over. The actors play unrelabelled."""
+    acting_symmetries: int = 1
+    """The actors' greedy choice reads each position under this many colour labellings and
+    takes the mean ``Q`` (as a model's ``symmetries`` plays, 1-720): the returns then value the
+    policy that the written model plays under its labellings, not the network read once."""
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
         self.check_network(run)
         check_positive_ints(self, ("decisions_per_update", "epsilon_decay_steps"))
+        if not 1 <= self.acting_symmetries <= MAX_SYMMETRIES:
+            raise ValueError(
+                f"acting_symmetries must be 1-{MAX_SYMMETRIES}; got {self.acting_symmetries}"
+            )
         check_finite(self, {
             "gamma": (0.0, 1.0, "in [0, 1]", True),
             "epsilon": (0.0, 1.0, "in [0, 1]", True),
@@ -315,11 +330,21 @@ class DMCLearner:
 
     def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The legal action of highest Q for each row (ties: the lowest index), all legal pairs
-        scored in one forward pass."""
+        scored in one forward pass per labelling (``acting_symmetries``: Q their mean)."""
         rows, actions = np.nonzero(mask)
+        q = labelled_mean(self._pair_q, obs, rows, actions, self.settings.acting_symmetries)
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        best = np.maximum.reduceat(q, starts)
+        top = np.flatnonzero(q == best[rows])
+        # np.nonzero lists each row's actions ascending: the first top pair of a row is the
+        # lowest index, as argmax picks it in the numpy player.
+        first = top[np.r_[True, rows[top][1:] != rows[top][:-1]]]
+        return actions[first]
+
+    def _pair_q(self, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> np.ndarray:
         device = self.device
         with th.no_grad():
-            q = (
+            return (
                 self.net(
                     th.as_tensor(obs, device=device),
                     th.as_tensor(actions, device=device),
@@ -328,13 +353,6 @@ class DMCLearner:
                 .cpu()
                 .numpy()
             )
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        best = np.maximum.reduceat(q, starts)
-        top = np.flatnonzero(q == best[rows])
-        # np.nonzero lists each row's actions ascending: the first top pair of a row is the
-        # lowest index, as argmax picks it in the numpy player.
-        first = top[np.r_[True, rows[top][1:] != rows[top][:-1]]]
-        return actions[first]
 
     def train_step(self) -> dict[str, float]:
         settings = self.settings
