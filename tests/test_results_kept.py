@@ -113,6 +113,47 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
     assert len(resume.partial_records(out, key)) == games
 
 
+def worker_pids(pid: int) -> list[int]:
+    """The worker processes of command ``pid`` (its spawned children, not the resource tracker)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [
+        int(c) for c in children
+        if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()
+    ]  # fmt: skip
+
+
+def test_a_worker_killed_mid_tournament_keeps_the_finished_deals_says_so_and_exits_1(tmp_path):
+    """kill -9 of one worker (as the out-of-memory killer does): the command does not wait for
+    its lost games (multiprocessing.Pool did, for ever), keeps the deals finished, says in one
+    line what happened and where they are, exits 1; --resume plays the rest."""
+    out = tmp_path / "t"
+    common = ["evaluate.py", "tournament", "--agents", "random", "random", "random", "random",
+              "--threshold", "5", "--engine", "single", "--workers", "2", "--games", "4000",
+              "--seed", "5", "--out", str(out)]  # fmt: skip
+    proc = start(*common)
+    shown = ""
+    while not (counts := [int(n) for n in re.findall(r"(\d+)/4000\b", shown)]) or counts[-1] < 40:
+        char = proc.stderr.read(1)
+        assert char, f"the command finished first: {shown[-300:]!r}"
+        shown += char
+    os.kill(worker_pids(proc.pid)[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err, err
+    said = lines_of(err)
+    assert len(said) == 1, said
+    assert said[0].startswith("evaluate.py tournament: error: a worker ended without answering")
+    assert "(exit code -9)" in said[0] and "deals finished are in" in said[0], said
+    assert "--resume" in said[0], said
+    saved = json.loads((out / "tournament.json").read_text())
+    games = len(saved["game_records"])
+    assert saved["partial"] is True and 0 < games < 4000 and games % 4 == 0
+    assert f"the {games // 4} deals finished" in said[0]
+    done = run(*common, "--resume", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads((out / "tournament.json").read_text())["game_records"]) == 4000
+
+
 def kill_9_once_saved(args: list[str], saved: Path, then: float = 0.0) -> None:
     """Run ``python args`` and ``kill -9`` it (no handler runs) ``then`` seconds after the file
     ``saved`` appears; fails if it ends first, or saves nothing in 120 s."""

@@ -443,8 +443,25 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
     else:
         before = "before a deal finished; " if isinstance(stop, TournamentInterrupted) else ""
         said = f"{before}{unchanged}"
+    died = _worker_death(stop)
+    if died is not None:  # not a Ctrl-C: the work kept all the same, but the command failed
+        print(f"\n{prog}: error: {died}: {said}", file=sys.stderr)
+        return 1
     print(f"\n{prog}: interrupted: {said}", file=sys.stderr)
     return 130
+
+
+def _worker_death(stop: BaseException) -> BaseException | None:
+    """The :class:`~odin_lab.evaluation.workers.WorkerDiedError` behind ``stop`` (itself, or the
+    exception it was raised from or while handling), if a worker's death stopped the work."""
+    from odin_lab.evaluation.workers import WorkerDiedError
+
+    seen: BaseException | None = stop
+    while seen is not None:
+        if isinstance(seen, WorkerDiedError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 if __name__ == "__main__":

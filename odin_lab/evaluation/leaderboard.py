@@ -168,9 +168,10 @@ def play_tables(
     ray: str | None = None,
     on_table: Callable[[list[tuple[int, list[GameRecord]]]], None] | None = None,
     done: dict[int, list[GameRecord]] | None = None,
-) -> tuple[dict[int, list[GameRecord]], bool]:
+) -> tuple[dict[int, list[GameRecord]], KeyboardInterrupt | None]:
     """Play every table; return the records of each finished table (by table index, agents as
-    indices into ``specs``) and whether Ctrl-C stopped the play before every table finished.
+    indices into ``specs``) and what stopped the play before every table finished (Ctrl-C, or
+    :class:`~odin_lab.evaluation.workers.WorkerDiedError`), if anything did.
     ``on_table(tables)``: called in this process after each table with the finished ones so
     far, ``(table index, records)`` pairs in the order they finished. ``done``: tables already
     played (a resumed leaderboard's), kept and not played again.
@@ -202,9 +203,9 @@ def play_tables(
                         bar.update(per_table)
                         if on_table is not None:
                             on_table(list(done.items()))
-    except KeyboardInterrupt:  # a table cut short is dropped: only whole tables count
-        return done, True
-    return done, False
+    except KeyboardInterrupt as stop:  # a table cut short is dropped: only whole tables count
+        return done, stop
+    return done, None
 
 
 # -- summarising -------------------------------------------------------------------------------
@@ -422,14 +423,14 @@ def leaderboard(
         on_table=Saver(save),
         done=done,
     )
-    if stopped and not played:
-        raise LeaderboardInterrupted(0, len(tables), written=False)
+    if stopped is not None and not played:
+        raise LeaderboardInterrupted(0, len(tables), written=False) from stopped
     summary, records = summarise(specs, tables, played, config, seed, deals, selection)
-    if stopped:
+    if stopped is not None:
         summary["partial"] = True
-    write(Path(out), summary, records, config, specs, provenance, interrupted=stopped)
-    if stopped:
-        raise LeaderboardInterrupted(len(played), len(tables), written=True)
+    write(Path(out), summary, records, config, specs, provenance, interrupted=stopped is not None)
+    if stopped is not None:
+        raise LeaderboardInterrupted(len(played), len(tables), written=True) from stopped
     return summary, leaderboard_table(summary, config)
 
 

@@ -31,8 +31,10 @@ class WorkerError(RuntimeError):
     """A task raised an exception in a worker that could not be sent back as it was."""
 
 
-class WorkerDiedError(RuntimeError):
-    """A worker ended without answering (killed, or out of memory)."""
+class WorkerDiedError(KeyboardInterrupt):
+    """A worker ended without answering (killed, or out of memory). A ``KeyboardInterrupt``,
+    so that what keeps the finished work on Ctrl-C (a tournament's deals, a study's rows, a
+    leaderboard's tables) keeps it here too; the commands name it and exit 1, not 130."""
 
 
 def _serve(conn: Connection, initializer: Callable[..., None] | None, initargs: tuple) -> None:
