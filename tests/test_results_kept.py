@@ -115,11 +115,16 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
 
 def worker_pids(pid: int) -> list[int]:
     """The worker processes of command ``pid`` (its spawned children, not the resource tracker)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [
-        int(c) for c in children
-        if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()
-    ]  # fmt: skip
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:  # the parent pid is the 2nd field after the parenthesised name
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):  # a process that ended meanwhile
+            continue
+        if parent == pid and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def test_a_worker_killed_mid_tournament_keeps_the_finished_deals_says_so_and_exits_1(tmp_path):
