@@ -38,9 +38,9 @@ import numpy as np
 
 from agents.base import refuse_goat
 from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
-from odin_env.observation import OBS_SIZE, views
+from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
-from odin_env.symmetry import colour_relabellings
+from odin_env.symmetry import colour_relabellings, colours_in_play
 
 ALGO = "dmc"
 """The ``algo`` entry of a DMC model's ``model`` JSON, and its agent spec's kind (``dmc:PATH``)."""
@@ -267,7 +267,7 @@ def labelled_mean(
     if symmetries == 1:
         return pair_values(observations, rows, actions)
     observations = np.asarray(observations, np.float32)
-    colours = views(observations)["colours"][rows].sum(1).round().astype(np.int64)
+    colours = colours_in_play(observations)[rows]
     out = np.empty(len(rows), np.float32)
     for count in np.unique(colours):
         pairs = colours == count

@@ -23,7 +23,7 @@ import numpy as np
 
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES
 from odin_env.combos import COMBO_MASKS, NUM_COMBOS, combo_index_of_bits
-from odin_env.observation import LAYOUT, OBS_SIZE, PLANES
+from odin_env.observation import LAYOUT, OBS_SIZE, PLANES, views
 from odin_env.rules import NUM_ACTIONS, TAKE
 from odin_env.seeding import splitmix64
 
@@ -77,6 +77,12 @@ def colour_permutations(colours: int, count: int) -> list[tuple[int, ...]]:
     return [ranked[r] + rest for r in order[:count]]
 
 
+def colours_in_play(observations: np.ndarray) -> np.ndarray:
+    """How many colours each observation row has in play (int64 ``(n,)``): the count whose
+    labellings :func:`colour_relabellings` gives."""
+    return views(np.asarray(observations))["colours"].sum(1).round().astype(np.int64)
+
+
 @cache
 def colour_relabellings(colours: int, count: int) -> Relabelling:
     """The :class:`Relabelling` of each of ``colour_permutations(colours, count)``, stacked:
@@ -90,4 +96,7 @@ def colour_relabellings(colours: int, count: int) -> Relabelling:
     return table
 
 
-__all__ = ["Relabelling", "colour_permutations", "colour_relabelling", "colour_relabellings"]
+__all__ = [
+    "Relabelling", "colour_permutations", "colour_relabelling", "colour_relabellings",
+    "colours_in_play",
+]  # fmt: skip

@@ -37,10 +37,10 @@ from agents.dmc import (
 )
 from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
 from odin_env.batched import BatchedGames
-from odin_env.observation import OBS_SIZE, views
+from odin_env.observation import OBS_SIZE
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
-from odin_env.symmetry import colour_relabellings
+from odin_env.symmetry import colour_relabellings, colours_in_play
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
@@ -396,7 +396,7 @@ class DMCLearner:
     def relabelled(self, obs: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the decisions ``(obs, actions)``, each under a labelling of its colours in
         play drawn uniformly from all of them (the identity among them) by ``relabel_rng``."""
-        colours = views(obs)["colours"].sum(1).round().astype(np.int64)
+        colours = colours_in_play(obs)
         obs, actions = obs.copy(), actions.copy()
         for count in np.unique(colours):
             rows = np.flatnonzero(colours == count)
