@@ -10,6 +10,7 @@ from agents.hand import see
 from odin_env.cards import GOAT, cards_of, deck_bits
 from odin_env.observation import views
 from odin_env.rules import NUM_ACTIONS, Config, Game
+from odin_env.symmetry import colours_in_play
 
 _NO_MASK = np.zeros(NUM_ACTIONS, dtype=np.int8)
 
@@ -23,7 +24,7 @@ def position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
     v = views(observation)
     n = seen.players
     threshold = int(round(float(v["threshold"][0]) * 100))
-    colours = int(round(float(v["colours"].sum())))
+    colours = int(colours_in_play(observation[None])[0])
     config = Config(players=n, threshold=threshold, colours=colours, goat=seen.goat)
     totals = [int(round(p * threshold)) for p in seen.penalties]
     table = seen.table

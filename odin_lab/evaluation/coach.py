@@ -34,6 +34,7 @@ from odin_env.cards import card_name, cards_of
 from odin_env.observation import observe, views
 from odin_env.rules import PASS, Config, Game
 from odin_env.spec import PLAY_BITS, is_take, taken_card
+from odin_env.symmetry import colours_in_play
 
 DEFAULT_MS = 1000
 """A hint's time budget unless one is asked for, in milliseconds."""
@@ -69,7 +70,7 @@ def _check_config(observation: np.ndarray, config: Config) -> None:
     v = views(observation)
     players = int(np.argmax(v["players"])) + 2
     threshold = int(round(float(v["threshold"][0]) * 100))
-    colours = int(round(float(v["colours"].sum())))
+    colours = int(colours_in_play(observation[None])[0])
     seen = (players, threshold, colours)
     if seen != (config.players, config.threshold, config.colours):
         raise ValueError(
