@@ -417,3 +417,26 @@ def test_the_bundled_linear_player_is_the_short_name_and_its_card_names_its_comm
     assert "evaluate.py tournament" in card["evaluation"]["command"]
     info, _ = read_linear(BUNDLED_LINEAR)
     assert info["provenance"]["config"]["algo"] == "cem"
+
+
+@pytest.mark.parametrize("name", ["linear_4p", "linear_scratch_4p", "linear_alt_4p"])
+def test_each_held_out_linear_player_plays_as_its_card_says_it_was_made(name):
+    """A bundled held-out opponent loads by its spec, plays legal moves in both forms, and its
+    card's last fitting command names exactly the features the file weighs."""
+    path = ROOT / "agents" / "models" / f"{name}.safetensors"
+    spec = f"linear:agents/models/{name}.safetensors"
+    check_spec(spec)
+    plays_legal_moves(make(spec))
+    assert isinstance(make_batch_agent(spec), LinearAgent)
+    card = json.loads(path.with_suffix(".json").read_text())
+    assert card["model"] == f"agents/models/{name}.safetensors"
+    fits = [command for command in card["made_by"] if "train.py --algo cem" in command]
+    assert fits and "evaluate.py tournament" in card["evaluation"]["command"]
+    info, _ = read_linear(path)
+    weighed = info["architecture"]["features"]
+    named = (
+        fits[-1].split("--features ")[1].split(" --")[0].split()
+        if "--features" in fits[-1]
+        else NAMES
+    )
+    assert list(weighed) == list(named)
