@@ -8,7 +8,7 @@ import numpy as np
 
 from agents.hand import see
 from odin_env.cards import GOAT, cards_of, deck_bits
-from odin_env.observation import views
+from odin_env.observation import threshold_of, views
 from odin_env.rules import NUM_ACTIONS, Config, Game
 from odin_env.symmetry import colours_in_play
 
@@ -23,7 +23,7 @@ def position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
     seen = see(observation, _NO_MASK if action_mask is None else action_mask)
     v = views(observation)
     n = seen.players
-    threshold = int(round(float(v["threshold"][0]) * 100))
+    threshold = threshold_of(observation)
     colours = int(colours_in_play(observation[None])[0])
     config = Config(players=n, threshold=threshold, colours=colours, goat=seen.goat)
     totals = [int(round(p * threshold)) for p in seen.penalties]

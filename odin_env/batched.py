@@ -74,7 +74,7 @@ from odin_env import _batched_kernels as k
 from odin_env import _batched_steps as steps
 from odin_env._batched_tables import tables
 from odin_env.cards import GOAT, MAX_HAND, NUM_VALUES
-from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE, observation_size
+from odin_env.observation import LAYOUT, NUM_PLANES, OBS_SIZE, SCALE, observation_size
 from odin_env.rules import (
     FIRST_PLAYER_RULES,
     GOAT_ACTION_RANGES,
@@ -181,7 +181,7 @@ def _config_tail(config: Config) -> np.ndarray:
     tail = np.zeros(observation_size(config), dtype=np.float32)  # the Goat's field: 0 so far
     players = tail[LAYOUT["players"][0]]
     players[config.players - MIN_PLAYERS] = 1.0
-    tail[LAYOUT["threshold"][0]] = config.threshold / 100.0
+    tail[LAYOUT["threshold"][0]] = config.threshold / SCALE["threshold"]
     tail[LAYOUT["colours"][0]][: config.colours] = 1.0
     return tail
 

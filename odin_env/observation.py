@@ -143,6 +143,11 @@ def views(obs: np.ndarray) -> dict[str, np.ndarray]:
     return named
 
 
+def threshold_of(obs: np.ndarray) -> int:
+    """The penalty threshold (R14) one observation shows (the inverse of its encoding)."""
+    return int(round(float(views(obs)["threshold"][0]) * SCALE["threshold"]))
+
+
 def card_sets(obs: np.ndarray) -> list[int]:
     """The card-set ints of the 6x9 planes of one observation, in layout order: ``hand``,
     ``table``, ``take``, ``discard``, then ``known[0..5]`` (the inverse of the encoding)."""

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odin_env.cards import deck_bits, mask_of
-from odin_env.observation import observe, views
+from odin_env.observation import observe, threshold_of, views
 from odin_env.rules import FIRST_PLAYER_RULES, LEAD, OVER, TAKING, Config, Game
 
 MAX_DECISIONS_PER_HAND = 5_000
@@ -68,7 +68,8 @@ def same_position(got: oracle.Position, expected: oracle.Position) -> None:
 def check_observation(game: Game, seat: int) -> None:
     """The views of ``seat``'s observation equal the game's sets, seen from ``seat``."""
     n = game.config.players
-    v = views(observe(game, seat))
+    obs = observe(game, seat)
+    v = views(obs)
     places = game.where()
     assert np.array_equal(v["hand"], mask_of(game.hands[seat]))
     assert np.array_equal(v["table"], mask_of(places["table"]))
@@ -89,6 +90,7 @@ def check_observation(game: Game, seat: int) -> None:
     assert v["passes"][0] == np.float32(game.passes / (n - 1))
     assert v["players"].tolist() == [float(p == n) for p in range(2, 7)]
     assert v["threshold"][0] == np.float32(game.config.threshold / 100)
+    assert threshold_of(obs) == game.config.threshold  # the one reader of the field
     assert v["colours"].tolist() == [float(c < game.config.colours) for c in range(6)]
     # Nothing hidden appears in any card plane: set-aside cards and opponents' unknown cards.
     hidden = game.set_aside
