@@ -253,8 +253,10 @@ def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
         (["--optimizer", "sgd"], "optimizer must be one of adam, rmsprop"),
         (["--init", str(BUNDLED_MODEL)], "--init"),
         (["--horizon", "hand", "--reward", "win"], "horizon hand needs reward penalty"),
+        (["--game-loss", "-1"], "game_loss must be a number of penalty points >= 0; got -1"),
+        (["--horizon", "win", "--game-loss", "9"], "horizon win already values who wins"),
     ],
-    ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon"],
+    ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon", "game-loss", "loss-win"],
 )
 def test_bad_dmc_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
     done = train_py("--algo", "dmc", "--runs-dir", tmp_path, "--name", "x", *args,
@@ -514,13 +516,44 @@ def test_with_horizon_win_a_target_is_the_win_chance_its_hand_left_the_seat():
     assert set(np.unique(valued.returns)) - {0.0, 0.5, 1.0}  # not only games' ends: estimates
 
 
+@pytest.mark.parametrize("horizon", ["hand", "episode"])
+def test_game_loss_charges_the_seats_that_lose_the_game_in_its_last_hands_returns(horizon):
+    """The same play twice (same seeds: returns do not change the actions), once paid the
+    penalty alone and once with ``game_loss`` 6: every decision of a game's last hand (with
+    ``episode``, of the whole game) has its return lowered by 6 times the share of the win its
+    seat did not get (6 for a loser, 3 for one of two winners, 0 for the winner); every other
+    decision's return is unchanged."""
+    config = Config(players=3, threshold=5)
+    paid = _collected(config, 1.0, horizon)
+    charged = _collected(config, 1.0, horizon, game_loss=6.0)
+    np.testing.assert_array_equal(paid.actions, charged.actions)
+    assert [e.episode for e in paid.episodes] == [e.episode for e in charged.episodes]
+    by_game = {(e.game, e.episode): e for e in paid.episodes}
+    last = {key: int(paid.hand[(paid.game == key[0]) & (paid.episode == key[1])].max())
+            for key in by_game}  # fmt: skip
+    changed = 0
+    for k in range(len(paid)):
+        key = (int(paid.game[k]), int(paid.episode[k]))
+        if key not in by_game:  # its game's episode is not over: nothing to check
+            continue
+        winners = by_game[key].winners
+        seat = int(paid.seat[k])
+        lost = 6.0 * (1.0 - winners[seat] / winners.sum())
+        final = horizon == "episode" or int(paid.hand[k]) == last[key]
+        expected = paid.returns[k] - (lost if final else 0.0)
+        assert charged.returns[k] == pytest.approx(expected)
+        changed += final and lost > 0
+    assert changed >= 20
+    assert not np.array_equal(paid.returns, charged.returns)
+
+
 def test_the_collector_refuses_an_unknown_horizon():
     games = BatchedGames(Config(players=3), batch=2, seed=0)
     with pytest.raises(ValueError, match="horizon must be one of episode, hand, win; got 'turn'"):
         DMCCollector(games, None, None, np.random.default_rng(0), 1.0, "turn")
 
 
-def _collected(config: Config, gamma: float, horizon: str = "episode"):
+def _collected(config: Config, gamma: float, horizon: str = "episode", game_loss: float = 0.0):
     """200 or more learner decisions of finished episodes, every seat the learner's (epsilon 0.1
     around the first legal action)."""
     games = BatchedGames(config, batch=4, seed=0)
@@ -529,7 +562,7 @@ def _collected(config: Config, gamma: float, horizon: str = "episode"):
         return mask.argmax(1)
 
     rng = np.random.default_rng(0)
-    collector = DMCCollector(games, None, first_legal, rng, gamma, horizon)
+    collector = DMCCollector(games, None, first_legal, rng, gamma, horizon, game_loss)
     finished = collector.collect(200, epsilon=0.1)
     assert len(finished) >= 200 and finished.episodes
     return finished

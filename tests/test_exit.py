@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.numpy import load_file
 
-from agents.dmc import DMCAgent
+from agents.dmc import BUNDLED_DMC, DMCAgent
 from agents.registry import make, make_batch_agent
 from agents.search import score_candidates
 from odin_env.batched import BatchedGames
@@ -104,6 +104,34 @@ def test_with_top_only_the_networks_shortlist_is_searched_and_labelled(tmp_path)
     before = [v.copy() for v in learner.state().values()]
     learner.train_step()  # the shortlist follows the network: renewed with each update
     assert any(not np.array_equal(a, b) for a, b in zip(before, learner.prior.arrays.values()))
+
+
+def test_a_teacher_labels_every_legal_action_with_its_values_and_plays_its_choice(tmp_path):
+    """Distillation: with ``teacher`` the labels are the teacher model's values of every legal
+    action (as it plays: here the bundled ensemble under its labellings), the seat plays the
+    teacher's choice, a decision without a choice is not labelled, and fitting on the labels
+    moves a small student towards the teacher's choices."""
+    learner = _learner(tmp_path, teacher=str(BUNDLED_DMC), game=Config(players=4))
+    teacher = DMCAgent.load(BUNDLED_DMC)
+    obs, mask = _positions(48, players=4)
+    chosen = learner.expert(obs, mask)
+    values = teacher.values(obs, mask)
+    assert np.array_equal(chosen, values.argmax(1))
+    assert np.array_equal(chosen, teacher.act_batch(obs, mask))
+    assert len(learner.labels) == 48
+    for k, (seen, actions, targets) in enumerate(learner.labels):
+        assert np.array_equal(seen, obs[k])
+        assert np.array_equal(actions, np.flatnonzero(mask[k]))
+        assert np.array_equal(targets, values[k, actions])
+    one = np.zeros_like(mask[:1])
+    one[0, np.flatnonzero(mask[0])[0]] = 1
+    assert learner.expert(obs[:1], one)[0] == np.flatnonzero(mask[0])[0]
+    assert len(learner.labels) == 48
+    first = learner._fit(learner.labels)
+    for _ in range(60):
+        last = learner._fit(learner.labels)
+    assert last["train/q_loss"] < 0.25 * first["train/q_loss"]
+    assert last["train/agreement"] > first["train/agreement"]
 
 
 def test_the_fit_moves_the_network_onto_the_labels(tmp_path):
@@ -222,6 +250,9 @@ def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
         ({"replay": 2.5}, "replay must be an integer 0-1,000,000"),
         ({"top": -1}, "top must be an integer 0-3,634"),
         ({"game": Config(reward="win")}, "exit needs reward penalty"),
+        ({"teacher": "no/such.safetensors"}, "teacher: no DMC model at no/such.safetensors"),
+        ({"teacher": str(BUNDLED_DMC.parent / "ppo_4p.safetensors")}, "teacher: cannot load DMC"),
+        ({"teacher": str(BUNDLED_DMC), "horizon": "win"}, "with teacher, horizon must be hand"),
     ],
 )
 def test_bad_settings_are_one_line_naming_them(tmp_path, settings, named):

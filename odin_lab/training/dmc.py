@@ -42,7 +42,7 @@ from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
 from odin_env.symmetry import colour_relabellings, colours_in_play
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished
+from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished, check_game_loss
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import episode_summary
@@ -139,6 +139,11 @@ class DMCConfig(QNetworkSettings):
     (None: ``epsilon`` throughout)."""
     epsilon_decay_steps: int = 1_000_000
     """Learner decisions over which ``epsilon_start`` falls to ``epsilon``."""
+    game_loss: float = 0.0
+    """Penalty points the hand that ends a game adds to the return of each seat that does not
+    win it (a shared win among k: ``1 - 1/k`` of them), with horizon ``hand`` or ``episode``: the
+    last hand's return then says who won the game (going out to end it is worth nothing to a
+    seat that loses by it), not only who was left holding cards. 0: the penalty alone."""
     relabel: bool = False
     """Regress each decision under a labelling of the colours in play drawn uniformly for it
     (:mod:`odin_env.symmetry`: the observation and the action relabelled alike, the target
@@ -164,6 +169,7 @@ class DMCConfig(QNetworkSettings):
         })  # fmt: skip
         if self.horizon not in HORIZONS:
             raise ValueError(f"horizon must be one of {', '.join(HORIZONS)}; got {self.horizon!r}")
+        check_game_loss(self.game_loss, self.horizon)
         if self.horizon == "hand" and run.game.reward != "penalty":
             raise ValueError(
                 "horizon hand needs reward penalty (a hand's end pays nothing with reward "
@@ -308,8 +314,14 @@ class DMCLearner:
             )
             self.collectors.append(
                 DMCCollector(
-                    games, pool, self.chooser(), rng, self.settings.gamma, self.settings.horizon
-                )
+                    games,
+                    pool,
+                    self.chooser(),
+                    rng,
+                    self.settings.gamma,
+                    self.settings.horizon,
+                    self.settings.game_loss,
+                )  # fmt: skip
             )
         self.collector = self.collectors[0]
         if SELF in config.opponents and not self.snapshots:

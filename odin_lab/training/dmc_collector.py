@@ -36,6 +36,21 @@ HORIZONS = ("episode", "hand", "win")
 end of its hand, or the end of its hand valued by the seat's win chance."""
 
 
+def check_game_loss(game_loss: object, horizon: str) -> None:
+    """``ValueError`` unless ``game_loss`` is a finite number >= 0, and 0 with horizon ``win``
+    (whose returns already value who wins)."""
+    if (
+        isinstance(game_loss, bool)
+        or not isinstance(game_loss, (int, float))
+        or not 0.0 <= game_loss < float("inf")
+    ):
+        raise ValueError(f"game_loss must be a number of penalty points >= 0; got {game_loss!r}")
+    if game_loss and horizon == "win":
+        raise ValueError(
+            "game_loss adds to penalty returns; horizon win already values who wins: set one"
+        )
+
+
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
     """The return of each of one seat's decisions of an episode, in order:
     ``G_t = r_t + gamma * G_{t+1}``, ``G`` after the last decision 0."""
@@ -80,8 +95,12 @@ class DMCCollector:
     masks; ``rng``: the exploration draws; ``horizon`` (one of :data:`HORIZONS`): ``episode``,
     a decision's return stops at the episode's end; ``hand``, at the end of its hand (what later
     hands pay is not counted); ``win``, the return of each decision of a hand is its seat's win
-    chance from the totals the hand left, not what it was paid. One collector for the whole
-    run: episodes in progress carry over from one :meth:`collect` to the next."""
+    chance from the totals the hand left, not what it was paid. ``game_loss`` (penalty points,
+    with ``hand`` or ``episode``): the hand that ends a game costs each seat that does not win it
+    this much more (a seat sharing the win among k: ``game_loss * (1 - 1/k)``), so the return
+    of a game's last hand says who won it, not only who was left holding cards; 0 (the
+    default) pays the penalty alone. One collector for the whole run: episodes in progress
+    carry over from one :meth:`collect` to the next."""
 
     def __init__(
         self,
@@ -91,13 +110,16 @@ class DMCCollector:
         rng: np.random.Generator,
         gamma: float,
         horizon: str = "episode",
+        game_loss: float = 0.0,
     ):
         if horizon not in HORIZONS:
             raise ValueError(f"horizon must be one of {', '.join(HORIZONS)}; got {horizon!r}")
+        check_game_loss(game_loss, horizon)
         if not games.auto_forced:
             raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
         self.games, self.pool, self.greedy, self.rng, self.gamma = games, pool, greedy, rng, gamma
         self.by_hand, self.win = horizon in ("hand", "win"), horizon == "win"
+        self.game_loss = float(game_loss)
         batch, players = games.batch, games.config.players
         # The decisions of episodes in progress (and finished ones not yet handed out), one row
         # each; `prev` links a decision to its seat's previous one in the episode (-1: none).
@@ -228,6 +250,11 @@ class DMCCollector:
         # Each (game, seat) has one latest decision, so the scatter-add has no repeats; a seat
         # paid before its first decision of the episode has nothing to credit.
         self._rewards[self._open[owned]] += games.rewards[owned]
+        if self.game_loss:
+            over = games.done[:, None] & owned
+            winners = games.winners.astype(np.float64)
+            share = winners / np.maximum(winners.sum(1, keepdims=True), 1.0)
+            self._rewards[self._open[over]] -= self.game_loss * (1.0 - share[over])
         settled = (games.done | games.hand_end) if self.by_hand else games.done
         ended = np.flatnonzero(settled)
         values = [None] * ended.size

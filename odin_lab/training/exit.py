@@ -18,6 +18,13 @@ not the penalty's; a DMC model of the other horizon starts with its head refitte
 playouts are played by ``playout``: a batched heuristic, or ``learner``, the network as it was at
 the start of the update (the expert improves with its apprentice).
 
+With ``teacher`` (a DMC model file) the expert is that network, not the search: every legal
+action of a decision is labelled with the teacher's value of it (read as its model plays it,
+under its colour labellings and over its members), and the seat plays the teacher's choice. This
+is distillation (Hinton et al., 2015; policy distillation, Rusu et al., 2016): an output ensemble
+read under eight labellings (the bundled ``dmc``: sixteen network passes a decision) taught to
+one network read once, with soft targets for every candidate as the search's labels are.
+
 A label costs a search, so with ``replay`` the latest labelled decisions are kept and each
 update fits minibatches drawn from all of them (Anthony et al. retrain on the data set so far):
 a label then serves about ``epochs`` minibatches over the updates it stays for, instead of
@@ -35,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from agents.dmc import DMCAgent
+from agents.dmc import DMCAgent, read_dmc_model, value_horizon
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS
 from agents.search import score_candidates, top_actions
@@ -95,8 +102,15 @@ class ExItConfig(QNetworkSettings):
     :func:`agents.search.win_chance`: the outcome the search ranks the candidates by). The
     actors' returns, logged and not learned, are DMC's of the same horizon."""
 
-    # Not a setting: the actors' returns are DMC's (logged, not learned).
+    teacher: str = ""
+    """A DMC model file (values in penalty for the hand) that labels the decisions instead of
+    the search: each legal action with its value as that model plays (distillation; the
+    search's settings ``rollouts``, ``playout`` and ``top`` are then unused). Empty: the
+    search."""
+
+    # Not settings: the actors' returns are DMC's (logged, not learned).
     gamma = 1.0
+    game_loss = 0.0
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
@@ -120,6 +134,21 @@ class ExItConfig(QNetworkSettings):
             )
         if run.ray is not None:
             raise ValueError(f"ray: the exit learner labels in its own process; got {run.ray!r}")
+        if self.teacher:
+            if self.horizon != "hand":
+                raise ValueError(
+                    f"a teacher's values are penalty for the hand: with teacher, horizon must "
+                    f"be hand; got {self.horizon!r}"
+                )
+            try:
+                info, _ = read_dmc_model(self.teacher)
+            except (OSError, ValueError) as error:
+                raise ValueError(f"teacher: {error}") from None
+            if value_horizon(info) != "hand":
+                raise ValueError(
+                    f"teacher {self.teacher} values horizon {value_horizon(info)!r}; a teacher "
+                    "must value penalty for the hand (a DMC model of horizon hand)"
+                )
 
 
 class ExItLearner(DMCLearner):
@@ -139,6 +168,7 @@ class ExItLearner(DMCLearner):
         self.seeds = np.random.default_rng(
             spawn_seed(self.config.seed, GAMES_STREAM, self.steps, LABELS)
         )
+        self.teacher = DMCAgent.load(self.settings.teacher) if self.settings.teacher else None
         self._renew_playout()
 
     def _renew_playout(self) -> None:
@@ -156,7 +186,9 @@ class ExItLearner(DMCLearner):
 
     def expert(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The search's choice for each row; every row with a choice is labelled (its
-        shortlist's candidates, with ``top``)."""
+        shortlist's candidates, with ``top``). With a teacher, its choice and values."""
+        if self.teacher is not None:
+            return self._taught(obs, mask)
         out = np.empty(len(obs), dtype=np.int64)
         choice = np.flatnonzero(mask.sum(axis=1) > 1)
         values = None
@@ -180,6 +212,15 @@ class ExItLearner(DMCLearner):
             self.labels.append((obs[k].copy(), scores.actions.astype(np.int64), targets))
             out[k] = scores.best
         return out
+
+    def _taught(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The teacher's choice for each row (one batched call); every row with a choice is
+        labelled with the teacher's value of each of its legal actions."""
+        values = self.teacher.values(obs, mask)
+        for k in np.flatnonzero(mask.sum(axis=1) > 1).tolist():
+            legal = np.flatnonzero(mask[k])
+            self.labels.append((obs[k].copy(), legal.astype(np.int64), values[k, legal]))
+        return values.argmax(1)
 
     def train_step(self) -> dict[str, float]:
         settings, collector = self.settings, self.take_turn()
