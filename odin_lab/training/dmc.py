@@ -300,6 +300,7 @@ class DMCLearner:
             spawn_seed(config.seed, GAMES_STREAM, steps, RELABEL)
         )
         self.pools, self.collectors = [], []
+        returns = (self.settings.gamma, self.settings.horizon, self.settings.game_loss)
         for k, players in enumerate(table_sizes(self.settings.other_tables, config)):
             # The first size keeps the seeds of a one-size run; another size k has sub-stream k.
             key = (steps,) if k == 0 else (steps, TABLES, k)
@@ -312,17 +313,7 @@ class DMCLearner:
             games = BatchedGames(
                 game, config.selfplay_batch, seed=spawn_seed(config.seed, GAMES_STREAM, *key)
             )
-            self.collectors.append(
-                DMCCollector(
-                    games,
-                    pool,
-                    self.chooser(),
-                    rng,
-                    self.settings.gamma,
-                    self.settings.horizon,
-                    self.settings.game_loss,
-                )  # fmt: skip
-            )
+            self.collectors.append(DMCCollector(games, pool, self.chooser(), rng, *returns))
         self.collector = self.collectors[0]
         if SELF in config.opponents and not self.snapshots:
             self.snapshot()
