@@ -24,16 +24,17 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.hand import see
 from agents.registry import check_spec, make
-from odin_env.observation import SCALE, threshold_of, views
+from odin_env.observation import threshold_of
 from odin_env.rules import Config
-from odin_env.spec import NUM_COMBOS, PLAY_SIZE
-from odin_lab.evaluation.stats import wilson
+from odin_env.spec import PLAY_SIZE
+from odin_lab.evaluation.stats import seat_shares, wilson
 from odin_lab.evaluation.tournament import play_deals
 
 MAX_CSV_BYTES = 256 << 20
 """The largest games.csv ``count`` reads (a million games take about 150 MB)."""
-_SIZE = np.asarray(PLAY_SIZE[:NUM_COMBOS])
+_SIZE = np.asarray(PLAY_SIZE)
 
 
 def count(path: Path) -> dict[str, dict[str, float]]:
@@ -82,14 +83,13 @@ class NoLosingGoOut:
         values = np.array(self.inner.values(observations, masks))
         first = values.argmax(1)
         for k, obs in enumerate(observations):
-            v = views(obs)
-            players, threshold = int(np.argmax(v["players"])) + 2, threshold_of(obs)
-            sizes = np.rint(v["hand_size"][:players] * SCALE["hand_size"]).astype(np.int64)
-            out = np.flatnonzero((masks[k, :NUM_COMBOS] > 0) & (sizes[0] == _SIZE))
+            seen = see(obs, masks[k])
+            out = seen.plays[_SIZE[seen.plays] == seen.sizes[0]]
             if out.size == 0 or out.size == int(np.count_nonzero(masks[k])):
                 continue
-            final = np.rint(v["penalty"][:players] * threshold) + sizes
-            final[0] -= sizes[0]  # the seat going out scores 0 (R13)
+            threshold = threshold_of(obs)
+            final = np.rint(np.array(seen.penalties) * threshold) + seen.sizes
+            final[0] -= seen.sizes[0]  # the seat going out scores 0 (R13)
             if final.max() >= threshold and final[0] > final.min():  # R14: it ends, lost
                 values[k, out] = -np.inf
         chosen = values.argmax(1)
@@ -107,7 +107,7 @@ def rule(opponent: str, players: int, deals: int, seed: int) -> list[dict]:
         player = NoLosingGoOut(make("dmc")) if wrapped else make("dmc")
         table = [player] + [make(opponent) for _ in range(players - 1)]
         records = play_deals(table, Config(players=players), deals, seed=seed)
-        wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
+        wins = sum(seat_shares(r)[r.agents.index(0)] for r in records)
         low, high = wilson(wins, len(records))
         rows.append({"player": player.name, "games": len(records), "win_share": wins / len(records),
                      "ci_low": low, "ci_high": high,

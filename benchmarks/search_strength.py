@@ -30,7 +30,7 @@ from agents.files import write_atomic
 from agents.registry import check_spec, make
 from odin_env.rules import Config
 from odin_lab.cli import shell_command
-from odin_lab.evaluation.stats import wilson
+from odin_lab.evaluation.stats import seat_shares, wilson
 from odin_lab.evaluation.tournament import GameRecord, play_deals
 
 PART = 5  # deals a worker plays before it reports: a search game takes seconds
@@ -114,7 +114,7 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     results = [found[part] for part in parts]
     records = [r for part, _ in results for r in part]
     times = np.array([t for _, part in results for t in part]) * 1000.0
-    wins = sum((0 in [r.agents[w] for w in r.winners]) / len(r.winners) for r in records)
+    wins = sum(seat_shares(r)[r.agents.index(0)] for r in records)
     low, high = wilson(wins, len(records))
     hands = sum(len(r.hands) for r in records)
     penalty = sum(h[r.agents.index(0)] for r in records for h in r.hands) / hands

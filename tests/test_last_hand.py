@@ -15,7 +15,7 @@ import pytest
 from odin_env.cards import parse_card
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
-from odin_env.spec import NUM_ACTIONS
+from odin_env.spec import NUM_ACTIONS, NUM_COMBOS
 
 ROOT = Path(__file__).resolve().parents[1]
 last_hand = benchmark_file.load("last_hand")
@@ -81,7 +81,7 @@ def _lead(totals: list[int], hand: list[str]) -> tuple[np.ndarray, np.ndarray, i
     )  # fmt: skip
     mask = np.zeros((1, NUM_ACTIONS), dtype=np.int8)
     mask[0, sorted(game.legal)] = 1
-    whole = [a for a in game.legal if a < last_hand.NUM_COMBOS and
+    whole = [a for a in game.legal if a < NUM_COMBOS and
              last_hand._SIZE[a] == len(hand)]  # fmt: skip
     assert len(whole) == 1
     return observe(game, 0)[None], mask, whole[0]

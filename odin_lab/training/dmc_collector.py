@@ -250,7 +250,7 @@ class DMCCollector:
         # Each (game, seat) has one latest decision, so the scatter-add has no repeats; a seat
         # paid before its first decision of the episode has nothing to credit.
         self._rewards[self._open[owned]] += games.rewards[owned]
-        if self.game_loss:
+        if self.game_loss and games.done.any():
             over = games.done[:, None] & owned
             winners = games.winners.astype(np.float64)
             share = winners / np.maximum(winners.sum(1, keepdims=True), 1.0)
