@@ -1,6 +1,8 @@
 """``benchmarks/last_hand.py``: the count of who ends the last hands reads a tournament's
 games.csv right and refuses other files in one line; the rule never goes out into a game it
-loses while another legal action remains, and leaves every other choice to the network."""
+loses while another legal action remains, and leaves every other choice to the network; the
+search at game point decides exactly the game-point decisions with a choice; the paired games are
+the same on any worker count."""
 
 from __future__ import annotations
 
@@ -30,19 +32,26 @@ GAMES = """deal,rotation,seed,seats,first_leader,hand_penalties,totals,winners,w
 
 def test_count_reads_who_ended_the_last_hand_and_won_by_it(tmp_path):
     """Each last hand's 0 names who ended the game; here every such seat was behind before it
-    (b: 4 against 0; c: 3 against 0; a: 2 against 0, twice) and won. Then one game is changed
-    so that a ends it from behind (5 against 0) and c wins it: a lost game."""
+    (b: 4 against 0; c: 3 against 0; a: 2 against 0, twice) and won, and every seat that led
+    into the last hand lost it. Then one game is changed so that a ends it from behind (5
+    against 0) and c wins it: a lost game."""
     path = tmp_path / "games.csv"
     path.write_text(GAMES)
     rows = last_hand.count(path)
-    assert rows["a"] == {"games": 4, "ended": 2, "won": 2, "lost_behind": 0}
-    assert rows["b"] == {"games": 4, "ended": 1, "won": 1, "lost_behind": 0}
-    assert rows["c"] == {"games": 4, "ended": 1, "won": 1, "lost_behind": 0}
+    led = {"led": 2, "won_led": 0, "behind": 2}  # a and b led two games each into the last hand
+    assert rows["a"] == {"games": 4, "ended": 2, "won": 2, "lost_behind": 0, **led,
+                         "behind_points": 0}  # fmt: skip
+    assert rows["b"] == {"games": 4, "ended": 1, "won": 1, "lost_behind": 0, **led,
+                         "behind_points": 0 + 9}  # fmt: skip
+    assert rows["c"] == {"games": 4, "ended": 1, "won": 1, "lost_behind": 0, "led": 0,
+                         "won_led": 0, "behind": 4, "behind_points": 9 + 0 + 9 + 9}  # fmt: skip
     path.write_text(GAMES.replace("1,0,2,a b c,0,2-0-2;0-6-9,2-6-11,a,0",
                                   "1,0,2,a b c,0,5-0-1;0-3-1,5-3-2,c,2"))  # fmt: skip
     rows = last_hand.count(path)
-    assert rows["a"] == {"games": 4, "ended": 2, "won": 1, "lost_behind": 1}
+    assert rows["a"] == {"games": 4, "ended": 2, "won": 1, "lost_behind": 1, "led": 2,
+                         "won_led": 0, "behind": 2, "behind_points": 0}  # fmt: skip
     assert rows["c"]["won"] == 1  # it ended game 2; game 3's win is not by its going out
+    assert rows["c"]["behind_points"] == 9 + 0 + 1 + 9
 
 
 def test_count_refuses_a_file_that_is_not_a_games_csv_in_one_line(tmp_path):
@@ -110,3 +119,55 @@ def test_the_rule_goes_out_when_every_legal_action_goes_out():
     obs, mask, whole = _lead([10, 5, 13, 8], ["R1"])
     assert mask.sum() == 1
     assert last_hand.NoLosingGoOut(_Values(whole)).act(obs[0], mask[0]) == whole
+
+
+@pytest.mark.parametrize(
+    ("totals", "point"),
+    [([10, 5, 13, 8], True), ([12, 5, 3, 8], False), ([13, 5, 3, 8], True)],
+    ids=["another-seat-reaches", "none-reaches", "its-own-two-cards-reach"],
+)
+def test_game_point_is_a_total_plus_the_cards_held_reaching_the_threshold(totals, point):
+    """Seat 0 holds two cards, the others three each, threshold 15 (R13-R14): 13 + 3 and 13 + 2
+    reach it, 12 + 2 and 8 + 3 do not."""
+    obs, mask, _ = _lead(totals, ["R1", "Y1"])
+    assert last_hand.game_point(obs[0], mask[0]) is point
+
+
+class _Fixed:
+    """A stand-in player that always plays ``action`` and counts its calls and resets."""
+
+    def __init__(self, action: int):
+        self.action, self.calls, self.resets = action, 0, []
+
+    def reset(self, seat, seed=None):
+        self.resets.append((seat, seed))
+
+    def act(self, obs, mask):
+        self.calls += 1
+        return self.action
+
+
+@pytest.mark.parametrize(
+    ("totals", "hand", "searched"),
+    [([10, 5, 13, 8], ["R1", "Y1"], True), ([2, 5, 3, 8], ["R1", "Y1"], False),
+     ([10, 5, 13, 8], ["R1"], False)],
+    ids=["game-point", "not-game-point", "no-choice"],
+)  # fmt: skip
+def test_the_search_decides_exactly_the_game_point_decisions_with_a_choice(totals, hand, searched):
+    obs, mask, whole = _lead(totals, hand)
+    inner, search = _Fixed(whole), _Fixed(int(np.flatnonzero(mask[0])[0]))
+    player = last_hand.SearchAtGamePoint(inner, search)
+    player.reset(2, 99)
+    assert inner.resets == search.resets == [(2, 99)]
+    chosen = player.act(obs[0], mask[0])
+    assert (search.calls, inner.calls, player.changed) == ((1, 0, 1) if searched else (0, 1, 0))
+    assert chosen == (search.action if searched else whole)
+
+
+def test_the_paired_games_do_not_depend_on_the_worker_count():
+    """The same deals split over one or two processes: the same rows, the same difference."""
+    one = last_hand.paired("rule", "greedy", 3, 4, seed=21, workers=1)
+    two = last_hand.paired("rule", "greedy", 3, 4, seed=21, workers=2)
+    assert one == two
+    assert [r["games"] for r in one[:2]] == [12, 12]
+    assert -1.0 <= one[2]["difference"] <= 1.0
