@@ -132,8 +132,9 @@ def map_ordered(
     task whose worker dies is run again (up to :data:`RETRIES` times) and its result replaces
     the lost one. ``on_result(result)`` runs as each result arrives, in any order (a progress
     bar). At most ``window`` results are in flight or waiting for an earlier one, which bounds
-    the memory held. An exception in ``fn`` is raised here; on any exit before the end (an
-    error, Ctrl-C, the caller stopping), the tasks still running are cancelled."""
+    the memory held. An exception in ``fn`` is raised here; on any other exit before the end (an
+    error, the caller stopping) the tasks still running are cancelled; on Ctrl-C they are left
+    to end (see the comment below)."""
     import ray
 
     if window < 1:
@@ -156,6 +157,14 @@ def map_ordered(
             while following in arrived:
                 yield arrived.pop(following)
                 following += 1
+    except KeyboardInterrupt:
+        # Not cancelled: a cancel that races a task's reply aborts the driver in Ray 2.x (its
+        # check "Tried to complete task that was not pending", ray-project/ray#54798), before
+        # the work done is saved, and a Ctrl-C is the likeliest moment for the race: a
+        # terminal's reaches the local workers too. A cluster elsewhere finishes at most
+        # ``window`` tasks, which are dropped.
+        running.clear()
+        raise
     finally:
         for ref in running:
             # force: stop the work itself (the worker process is replaced), not just the wait.
