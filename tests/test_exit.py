@@ -17,6 +17,7 @@ from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.training import make_config, train
+from odin_lab.training.config import TrainingError
 from odin_lab.training.dmc import DMCLearner
 from odin_lab.training.exit import LABELS, ExItLearner
 from odin_lab.training.learner import GAMES_STREAM
@@ -236,6 +237,29 @@ def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
     player = make(f"dmc:{paths[0]}")  # the checkpoint plays (its policy)
     obs, mask = _positions(1)
     assert mask[0, player.act(obs[0], mask[0])] == 1
+
+
+def test_a_distillation_resumes_only_with_the_teacher_it_was_taught_by(tmp_path):
+    """The checkpoint keeps the teacher file's sha256 (config.json names only its path): with
+    another file at that path the resume refuses in one line and leaves the checkpoint as it
+    was; with the first file back it goes on to its target."""
+    teachers = []
+    for k, width in enumerate((16, 24)):
+        dmc = make_config("dmc", runs_dir=str(tmp_path), net=[width, 8], game=Config(players=3))
+        teachers.append(DMCLearner(dmc).write_player(tmp_path / f"t{k}.safetensors", {}))
+    path = tmp_path / "teacher.safetensors"
+    path.write_bytes(teachers[0].read_bytes())
+    settings = {**SMALL, "teacher": str(path), "runs_dir": str(tmp_path)}
+    checkpoint = train(make_config("exit", name="d", total_steps=32, **settings))
+    kept = checkpoint.read_bytes()
+    path.write_bytes(teachers[1].read_bytes())
+    with pytest.raises(TrainingError) as refused:
+        train(make_config("exit", name="d", total_steps=64, **settings), resume=True)
+    assert "is not the file this run was taught by" in str(refused.value)
+    assert len(str(refused.value).splitlines()) == 1 and checkpoint.read_bytes() == kept
+    path.write_bytes(teachers[0].read_bytes())
+    assert train(make_config("exit", name="d", total_steps=64, **settings), resume=True)
+    assert checkpoint.read_bytes() != kept  # it went on
 
 
 @pytest.mark.parametrize(

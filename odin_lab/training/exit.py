@@ -48,6 +48,7 @@ from agents.registry import SEARCH_MAX_ROLLOUTS
 from agents.search import score_candidates, top_actions
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS
+from odin_lab.evaluation.provenance import sha256
 from odin_lab.training.config import TrainConfig, check_count
 from odin_lab.training.dmc import (
     DMCLearner,
@@ -161,6 +162,8 @@ class ExItLearner(DMCLearner):
         self.kept: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(
             maxlen=max(1, self.settings.replay)
         )
+        # The teacher's bytes (config.json names only its path), checked on resume.
+        self.teacher_sha256 = sha256(self.settings.teacher) if self.settings.teacher else ""
 
     def start(self) -> None:
         super().start()
@@ -305,6 +308,8 @@ class ExItLearner(DMCLearner):
 
     def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
         tensors, info, run = super().checkpoint()
+        if self.teacher_sha256:
+            run["teacher_sha256"] = self.teacher_sha256
         if self.kept:
             kept = list(self.kept)
             tensors["replay/obs"] = np.stack([o for o, _, _ in kept])
@@ -314,6 +319,16 @@ class ExItLearner(DMCLearner):
         return tensors, info, run
 
     def load_checkpoint(self, tensors: dict[str, Any], run: dict[str, Any]) -> None:
+        """Also ``ValueError`` when the teacher file is not the one the run was taught by (its
+        sha256 differs from the checkpoint's): a resume goes on with the same teacher or not
+        at all."""
+        was = run.get("teacher_sha256", "")
+        if was and was != self.teacher_sha256:
+            raise ValueError(
+                f"the teacher {self.settings.teacher} is not the file this run was taught by "
+                f"(sha256 {self.teacher_sha256[:12] or 'none'}..., the run's {was[:12]}...): "
+                "put that file back, or start a new run"
+            )
         super().load_checkpoint(tensors, run)
         self.kept.clear()
         if "replay/obs" in tensors:
