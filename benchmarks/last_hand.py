@@ -82,6 +82,13 @@ def count(path: Path) -> dict[str, dict[str, float]]:
     return rows
 
 
+def _if_ended_now(obs: np.ndarray, seen) -> tuple[np.ndarray, int]:
+    """Each seat's total plus the cards it holds (its total were the hand to end now, R13), in
+    ``seen``'s seat order (:func:`agents.hand.see` of ``obs``), and the threshold."""
+    threshold = threshold_of(obs)
+    return np.rint(np.array(seen.penalties) * threshold) + seen.sizes, threshold
+
+
 class NoLosingGoOut:
     """``inner`` (a player with ``values(observations, masks)``: a DMC model), except that it
     never plays a going-out action whose hand's end makes another seat win the game while a
@@ -103,8 +110,7 @@ class NoLosingGoOut:
             out = seen.plays[_SIZE[seen.plays] == seen.sizes[0]]
             if out.size == 0 or out.size == int(np.count_nonzero(masks[k])):
                 continue
-            threshold = threshold_of(obs)
-            final = np.rint(np.array(seen.penalties) * threshold) + seen.sizes
+            final, threshold = _if_ended_now(obs, seen)
             final[0] -= seen.sizes[0]  # the seat going out scores 0 (R13)
             if final.max() >= threshold and final[0] > final.min():  # R14: it ends, lost
                 values[k, out] = -np.inf
@@ -119,9 +125,8 @@ class NoLosingGoOut:
 def game_point(obs: np.ndarray, mask: np.ndarray) -> bool:
     """Whether the hand's end, were it now, would end the game: some seat's total plus the cards
     it holds reaches the threshold (R13-R14), from what the observation shows."""
-    seen = see(obs, mask)
-    threshold = threshold_of(obs)
-    return bool((np.rint(np.array(seen.penalties) * threshold) + seen.sizes).max() >= threshold)
+    final, threshold = _if_ended_now(obs, see(obs, mask))
+    return bool(final.max() >= threshold)
 
 
 class SearchAtGamePoint:
