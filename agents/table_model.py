@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from odin_env.combos import BEAT_HI, BEAT_LO, COMBO_BITS, COMBO_SIZE, combo_index_of_bits
-from odin_env.observation import card_sets, views
+from odin_env.observation import card_sets, players_of, views
 from odin_env.rules import FOLLOW, PASS, TAKING
 
 SAME = 0.1
@@ -92,7 +92,7 @@ class TableModel:
         """Record the pass events this observation reveals (module docstring); reads nothing
         but the observation and the observer's own earlier actions."""
         v = views(observation)
-        n = int(np.argmax(v["players"])) + 2
+        n = players_of(v)
         sizes = np.rint(v["hand_size"] * 9.0).astype(int).tolist()[:n]
         _, table, _, discard, *known = card_sets(observation)
         prints = [(sizes[k], known[k]) for k in range(n)]

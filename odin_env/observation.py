@@ -143,6 +143,13 @@ def views(obs: np.ndarray) -> dict[str, np.ndarray]:
     return named
 
 
+def players_of(named: dict[str, np.ndarray]) -> int | np.ndarray:
+    """The number of players (2-6) that :func:`views` of one observation shows, or an array of
+    them for a batch's (the inverse of the one-hot ``players``)."""
+    found = np.argmax(named["players"], axis=-1) + MIN_PLAYERS
+    return int(found) if np.ndim(found) == 0 else found
+
+
 def threshold_of(obs: np.ndarray) -> int:
     """The penalty threshold (R14) one observation shows (the inverse of its encoding)."""
     return int(round(float(views(obs)["threshold"][0]) * SCALE["threshold"]))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from odin_env.combos import COMBO_BITS
-from odin_env.observation import card_sets, observe, views
+from odin_env.observation import card_sets, observe, players_of, views
 from odin_env.rules import Config, Game
 
 
@@ -27,3 +27,11 @@ def test_card_sets_inverts_the_planes_for_every_seat(players: int) -> None:
         game.apply(game.legal[rng.integers(len(game.legal))])
         checked += 1
     assert checked == 300 or game.is_over
+
+
+def test_players_of_reads_one_observation_and_a_batch_of_mixed_tables() -> None:
+    counts = [5, 2, 6, 3, 4]
+    batch = np.stack([observe(Game(Config(players=n), seed=n), 0) for n in counts])
+    assert players_of(views(batch)).tolist() == counts
+    assert [players_of(views(row)) for row in batch] == counts
+    assert all(type(players_of(views(row))) is int for row in batch)

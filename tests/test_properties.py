@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odin_env.cards import deck_bits, mask_of
-from odin_env.observation import observe, threshold_of, views
+from odin_env.observation import observe, players_of, threshold_of, views
 from odin_env.rules import FIRST_PLAYER_RULES, LEAD, OVER, TAKING, Config, Game
 
 MAX_DECISIONS_PER_HAND = 5_000
@@ -89,6 +89,7 @@ def check_observation(game: Game, seat: int) -> None:
     assert v["table_owner"].tolist() == [float((seat + k) % n == owner and k < n) for k in range(6)]
     assert v["passes"][0] == np.float32(game.passes / (n - 1))
     assert v["players"].tolist() == [float(p == n) for p in range(2, 7)]
+    assert players_of(v) == n  # the one reader of the field
     assert v["threshold"][0] == np.float32(game.config.threshold / 100)
     assert threshold_of(obs) == game.config.threshold  # the one reader of the field
     assert v["colours"].tolist() == [float(c < game.config.colours) for c in range(6)]

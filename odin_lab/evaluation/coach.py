@@ -31,7 +31,7 @@ import numpy as np
 
 from agents.search import Scores, score_candidates
 from odin_env.cards import card_name, cards_of
-from odin_env.observation import observe, threshold_of, views
+from odin_env.observation import observe, players_of, threshold_of, views
 from odin_env.rules import PASS, Config, Game
 from odin_env.spec import PLAY_BITS, is_take, taken_card
 from odin_env.symmetry import colours_in_play
@@ -68,7 +68,7 @@ def check_budget(ms: object) -> int:
 def _check_config(observation: np.ndarray, config: Config) -> None:
     """``ValueError`` when the observation is not of a game with ``config``'s table."""
     v = views(observation)
-    players = int(np.argmax(v["players"])) + 2
+    players = players_of(v)
     threshold = threshold_of(observation)
     colours = int(colours_in_play(observation[None])[0])
     seen = (players, threshold, colours)
