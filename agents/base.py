@@ -30,6 +30,28 @@ def legal_actions(action_mask: np.ndarray) -> np.ndarray:
     return np.asarray(action_mask).view(np.bool_).nonzero()[0]
 
 
+def legal_pairs(action_masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, actions)`` of every legal entry of a batch of masks ``(n, actions)``, in
+    ``np.nonzero``'s order (by row, then action)."""
+    masks = np.asarray(action_masks)
+    flat = masks.reshape(-1)
+    # A 2-D nonzero is ~17x slower than a 1-D one on a batch of 3,634-entry masks (4.7 against
+    # 0.27 ms for 512 rows): the row and action are recovered from the flat index instead.
+    flat = flat.view(np.bool_) if flat.dtype.itemsize == 1 else flat != 0
+    return np.divmod(np.flatnonzero(flat), masks.shape[-1])
+
+
+def argmax_by_row(rows: np.ndarray, actions: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Each row's action of highest score (ties: the lowest action index), for pairs listed
+    as :func:`legal_pairs` lists them (rows ascending from 0, each with at least one pair, and
+    each row's actions ascending)."""
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    best = np.maximum.reduceat(scores, starts)
+    top = np.flatnonzero(scores == best[rows])
+    first = top[np.r_[True, rows[top][1:] != rows[top][:-1]]]
+    return actions[first].astype(np.int64)
+
+
 def is_goat_game(action_mask: np.ndarray) -> bool:
     """Whether ``action_mask`` (one or a batch) is a Goat game's: 6,702 actions (RULES G5)."""
     return np.shape(action_mask)[-1] == NUM_GOAT_ACTIONS
@@ -63,4 +85,4 @@ class RandomAgent:
         return int(legal[self.rng.integers(legal.size)])
 
 
-__all__ = ["Agent", "RandomAgent", "legal_actions", "refuse_goat"]
+__all__ = ["Agent", "RandomAgent", "argmax_by_row", "legal_actions", "legal_pairs", "refuse_goat"]

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import refuse_goat
+from agents.base import argmax_by_row, legal_pairs, refuse_goat
 from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
@@ -333,23 +333,31 @@ class DMCAgent:
         """``(n, 3634)`` float32: the value of each legal action of each row, ``-inf``
         elsewhere: ``Q``, or its mean over the model's colour labellings (the module
         docstring)."""
-        refuse_goat(action_masks, "a DMC model trained without the Goat")
-        observations = np.reshape(observations, (-1, OBS_SIZE))
-        masks = np.asarray(action_masks).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
-        if len(masks) != len(observations):
-            raise ValueError(f"{len(observations)} observations but {len(masks)} masks")
-        if not masks.any(1).all():
-            raise ValueError("an action mask has no legal action: this agent is not the one to act")
-        rows, actions = np.nonzero(masks)
-        out = np.full(masks.shape, -np.inf, dtype=np.float32)
-        out[rows, actions] = labelled_mean(
-            self.pair_values, observations, rows, actions, self.symmetries
-        )
+        rows, actions, q = self._legal_values(observations, action_masks)
+        out = np.full((np.size(action_masks) // NUM_ACTIONS, NUM_ACTIONS), -np.inf, np.float32)
+        out[rows, actions] = q
         return out
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """One legal action per row: the highest ``Q`` (ties: the lowest index)."""
-        return self.values(observations, action_masks).argmax(1)
+        return argmax_by_row(*self._legal_values(observations, action_masks))
+
+    def _legal_values(
+        self, observations: np.ndarray, action_masks: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, actions, values)`` of every legal pair (:func:`agents.base.legal_pairs`'
+        order), the observations reshaped to ``(n, OBS_SIZE)``; ``ValueError`` for a Goat
+        game, a count that does not match or a row with no legal action."""
+        refuse_goat(action_masks, "a DMC model trained without the Goat")
+        observations = np.reshape(observations, (-1, OBS_SIZE))
+        masks = np.asarray(action_masks).reshape(-1, NUM_ACTIONS)
+        if len(masks) != len(observations):
+            raise ValueError(f"{len(observations)} observations but {len(masks)} masks")
+        if not masks.any(1).all():
+            raise ValueError("an action mask has no legal action: this agent is not the one to act")
+        rows, actions = legal_pairs(masks)
+        q = labelled_mean(self.pair_values, observations, rows, actions, self.symmetries)
+        return rows, actions, q
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         """The action for one observation and its mask."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import refuse_goat
+from agents.base import argmax_by_row, legal_pairs, refuse_goat
 from agents.batched_linear import FEATURE_ORDER, batch_features
 from agents.hand import VALUE_LINE, VALUE_OF, cover
 from agents.ppo import is_zip, read_parts, write_model
@@ -250,7 +250,7 @@ def features(obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray,
         raise ValueError(f"{len(obs)} observations but {len(mask)} masks")
     if not mask.any(1).all():
         raise ValueError("an action mask has no legal action: this agent is not the one to act")
-    rows, actions = np.nonzero(mask)
+    rows, actions = legal_pairs(mask)
     return rows, actions, batch_features(obs, rows, actions)
 
 
@@ -259,7 +259,7 @@ def python_features(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     reference the numba kernel is tested against."""
     obs = np.asarray(obs, dtype=np.float32).reshape(-1, OBS_SIZE)
     mask = np.asarray(mask).reshape(-1, NUM_ACTIONS).astype(bool, copy=False)
-    rows, actions = np.nonzero(mask)
+    rows, actions = legal_pairs(mask)
     starts = np.r_[0, np.cumsum(mask.sum(1))]
     sets = _card_sets(obs)
     v = views(obs)
@@ -279,16 +279,6 @@ def scores(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     for f in range(x.shape[1]):
         total += x[:, f] * weights[..., f]
     return total
-
-
-def argmax_by_row(rows: np.ndarray, actions: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Each row's action of highest score (ties: the lowest action index), for pairs listed
-    rows ascending and each row's actions ascending (as :func:`features` lists them)."""
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    best = np.maximum.reduceat(scores, starts)
-    top = np.flatnonzero(scores == best[rows])
-    first = top[np.r_[True, rows[top][1:] != rows[top][:-1]]]
-    return actions[first].astype(np.int64)
 
 
 def check_weights(names: Any, weights: Any) -> np.ndarray:
@@ -395,7 +385,7 @@ class LinearAgent:
 
 
 __all__ = [
-    "ALGO", "BUNDLED_LINEAR", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent", "argmax_by_row",
+    "ALGO", "BUNDLED_LINEAR", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent",
     "check_weights", "features", "linear_info", "python_features", "read_linear", "row_features",
     "scores", "write_linear",
 ]  # fmt: skip

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import refuse_goat
+from agents.base import legal_pairs, refuse_goat
 from agents.heuristics import HEURISTICS
 from agents.model_check import ACTIVATIONS as _ACTIVATIONS
 from agents.model_check import check_model
@@ -187,7 +187,7 @@ class NumpyPolicy:
         masks, computed for the legal actions only. A position has a few dozen of the 3,581
         actions, and the output layer is most of the network's arithmetic."""
         h = self.hidden(observations)
-        rows, cols = np.nonzero(masks)
+        rows, cols = legal_pairs(masks)
         w, b = self.layers[-1]
         scores = np.full(masks.shape, -np.inf, np.float32)
         scores[rows, cols] = np.einsum("ij,ij->i", h[rows], w[cols]) + b[cols]

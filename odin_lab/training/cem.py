@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import argmax_by_row
 from agents.linear import (
     NAMES,
     LinearAgent,
-    argmax_by_row,
     features,
     linear_info,
     read_linear,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
+from agents.base import argmax_by_row, legal_pairs
 from agents.dmc import (
     MAX_SYMMETRIES,
     DMCAgent,
@@ -334,15 +335,9 @@ class DMCLearner:
     def greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The legal action of highest Q for each row (ties: the lowest index), all legal pairs
         scored in one forward pass per labelling (``acting_symmetries``: Q their mean)."""
-        rows, actions = np.nonzero(mask)
+        rows, actions = legal_pairs(mask)
         q = labelled_mean(self._pair_q, obs, rows, actions, self.settings.acting_symmetries)
-        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        best = np.maximum.reduceat(q, starts)
-        top = np.flatnonzero(q == best[rows])
-        # np.nonzero lists each row's actions ascending: the first top pair of a row is the
-        # lowest index, as argmax picks it in the numpy player.
-        first = top[np.r_[True, rows[top][1:] != rows[top][:-1]]]
-        return actions[first]
+        return argmax_by_row(rows, actions, q)  # ties: the lowest index, as the numpy player
 
     def _pair_q(self, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> np.ndarray:
         device = self.device

@@ -21,6 +21,7 @@ from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import explained_variance
 
+from agents.base import legal_pairs
 from odin_lab.training.collector import Rollout
 from odin_lab.training.learner import held_interrupts
 from odin_lab.training.policy import LegalPairs, LegalSetPolicy
@@ -93,7 +94,7 @@ class _Pairs:
     """The rollout's legal pairs, and the minibatch slices of them."""
 
     def __init__(self, masks: np.ndarray, actions: np.ndarray):
-        rows, cols = np.nonzero(masks)
+        rows, cols = legal_pairs(masks)
         counts = np.bincount(rows, minlength=len(masks))
         if (counts == 0).any():
             raise ValueError("a decision of the rollout has no legal action")
