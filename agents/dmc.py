@@ -47,6 +47,10 @@ ALGO = "dmc"
 BUNDLED_DMC = Path(__file__).resolve().parent / "models" / "dmc.safetensors"
 """The bundled DMC network, ``agents.make("dmc")``: one network for every table size, 2-6
 players, with no heuristic and no search inside (its card: ``models/dmc.json``)."""
+BUNDLED_DMC_ONE = BUNDLED_DMC.with_name("dmc_one.safetensors")
+"""The bundle taught to one network read once (``dmc:agents/models/dmc_one.safetensors``): a
+sixteenth of the bundle's arithmetic a decision, for players that call a network often (a
+search's playouts; its card: ``models/dmc_one.json``)."""
 ACTIVATION = "ReLU"
 """The activation of every hidden layer."""
 MAX_SYMMETRIES = 720

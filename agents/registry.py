@@ -17,9 +17,10 @@ searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` netwo
 ``:netplay`` has that network play every seat of every playout instead of ``planner`` (the table
 modelled as the network), ``:netself`` only the searcher's own seat, ``:netleaf`` cuts the
 playouts at the searcher's next decision and takes the network's value there (one network does
-all it is asked); ``:race`` makes the budget a cap, the candidates leaving as soon as they are
-clearly behind (:meth:`agents.search.SearchAgent._race`); ``:penalty`` ranks the candidates by
-their mean penalty for the hand instead of their mean win chance.
+all it is asked; ``:one`` makes it the one-pass :data:`agents.dmc.BUNDLED_DMC_ONE` instead of
+the bundle's sixteen passes); ``:race`` makes the budget a cap, the candidates leaving as soon as
+they are clearly behind (:meth:`agents.search.SearchAgent._race`); ``:penalty`` ranks the
+candidates by their mean penalty for the hand instead of their mean win chance.
 Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
 but ``search``; :func:`has_batch_form` says which.
 
@@ -39,7 +40,7 @@ from agents import outside
 from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
 from agents.dmc import ALGO as DMC
-from agents.dmc import BUNDLED_DMC, DMCAgent, model_algo, read_dmc_model
+from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
 from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
@@ -108,7 +109,8 @@ def spec_help() -> str:
         f"other seats' observed passes), :net (only the {TOP} candidates the bundled {DMC} "
         f"network values most are searched), :netplay (that network plays every seat of the "
         f"playouts), :netself (it plays the searcher's own seat), :netleaf (the playouts stop "
-        f"at the searcher's next decision, valued there by that network); or your own agent, "
+        f"at the searcher's next decision, valued there by that network), :one (with any of those: "
+        "the one-pass network dmc_one instead of the bundle); or your own agent, "
         f"{FORMS}, "
         "or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
@@ -143,14 +145,16 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-SEARCH_OPTIONS = ("model", "net", "netplay", "netself", "netleaf", "race", "penalty")
+SEARCH_OPTIONS = ("model", "net", "netplay", "netself", "netleaf", "one", "race", "penalty")
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
 seats' observed passes), ``net`` (the bundled network shortlists the candidates), ``netplay``
 (the bundled network plays every seat of the playouts), ``netself`` (it plays the searcher's
 own seat of the playouts), ``netleaf`` (the playouts stop at the searcher's next decision,
-valued there by the network), ``race`` (the budget is a cap: candidates leave as soon as
-they are clearly behind, :meth:`agents.search.SearchAgent._race`) and ``penalty`` (candidates
-ranked by their mean penalty for the hand, not their mean win chance)."""
+valued there by the network), ``one`` (with any of those four: the one-pass network
+:data:`agents.dmc.BUNDLED_DMC_ONE` does it instead of the bundle), ``race`` (the budget is a
+cap: candidates leave as soon as they are clearly behind,
+:meth:`agents.search.SearchAgent._race`) and ``penalty`` (candidates ranked by their mean
+penalty for the hand, not their mean win chance)."""
 
 
 _NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own", "netleaf": "leaf"}
@@ -158,11 +162,15 @@ _NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own", "netlea
 gives it to."""
 
 
-def uses_bundled_network(spec: str) -> bool:
-    """Whether a ``search`` spec asks the bundled ``dmc`` network (any option of
-    :data:`_NETWORK_ROLES`), so that its results depend on that file."""
+def search_network(spec: str) -> Path | None:
+    """The bundled network file a ``search`` spec's network options (:data:`_NETWORK_ROLES`)
+    load, :data:`agents.dmc.BUNDLED_DMC` or with ``:one`` :data:`agents.dmc.BUNDLED_DMC_ONE`,
+    so that its results depend on that file; ``None`` for a spec that loads none."""
     name, _, path = spec.partition(":")
-    return name == "search" and any(part in _NETWORK_ROLES for part in path.split(":"))
+    parts = path.split(":")
+    if name != "search" or not any(part in _NETWORK_ROLES for part in parts):
+        return None
+    return BUNDLED_DMC_ONE if "one" in parts else BUNDLED_DMC
 
 
 def _search_budget(text: str) -> dict[str, int | bool]:
@@ -187,6 +195,11 @@ def _search_budget(text: str) -> dict[str, int | bool]:
                 f"{' and/or '.join(':' + o for o in SEARCH_OPTIONS)} (each once), or those alone"
             )
         keywords[option] = True
+    if "one" in keywords and not any(option in keywords for option in _NETWORK_ROLES):
+        raise ValueError(
+            f"bad search spec {'search:' + text!r}: :one picks the network of "
+            f"{', '.join(':' + o for o in _NETWORK_ROLES)}; add one of them"
+        )
     return keywords
 
 
@@ -207,8 +220,10 @@ def make(spec: str, seed: int | None = None) -> Agent:
         keywords = _search_budget(path) if path else {}
         # The options that want the bundled network, by the SearchAgent argument it fills.
         roles = {role: keywords.pop(option, False) for option, role in _NETWORK_ROLES.items()}
+        one = keywords.pop("one", False)
         if any(roles.values()):
-            network = DMCAgent.load(BUNDLED_DMC)  # one network does all it is asked
+            # One network does all it is asked.
+            network = DMCAgent.load(BUNDLED_DMC_ONE if one else BUNDLED_DMC)
             keywords.update({role: network for role, wanted in roles.items() if wanted})
         return SearchAgent(seed, **keywords)
     if name in HEURISTICS and not path:
@@ -268,6 +283,6 @@ __all__ = [
     "make_batch_agent",
     "outside_names",
     "read_model_file",
+    "search_network",
     "spec_help",
-    "uses_bundled_network",
 ]

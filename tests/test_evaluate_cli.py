@@ -112,3 +112,8 @@ def test_provenance_hashes_every_kind_of_model_file_it_plays(tmp_path):
     for spec in ("search:64:net", "search:netleaf", "search:8:model:netplay"):
         assert model_files([spec]) == bundled, spec
     assert model_files(["search:64:model"]) == {}
+    from agents.dmc import BUNDLED_DMC_ONE
+
+    one = {f"dmc/{BUNDLED_DMC_ONE.name}": sha256(BUNDLED_DMC_ONE)}
+    assert model_files(["search:64:net:netself:one"]) == one
+    assert model_files(["search:64:net", "search:net:one"]) == {**bundled, **one}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents.base import legal_actions
-from agents.dmc import BUNDLED_DMC, DMCAgent
+from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent
 from agents.registry import check_spec, make, make_batch_agent
 from agents.search import TOP, SearchAgent, _position
 from odin_env.observation import observe
@@ -152,6 +152,12 @@ def test_own_plays_the_searchers_seat_and_policy_the_others() -> None:
     agent = make("search:64:net:netself", seed=0)
     assert isinstance(agent.own, DMCAgent) and agent.own is agent.prior
     assert not isinstance(agent.policy, DMCAgent) and make("search:64").own is None
+    assert agent.own.path == BUNDLED_DMC
+    one = make("search:64:net:netself:one", seed=0)  # the one-pass network in both roles
+    assert one.own is one.prior and one.own.path == BUNDLED_DMC_ONE
+    assert one.own.symmetries == 1 and agent.own.symmetries > 1
+    with pytest.raises(ValueError, match=r":one picks the network of :net, :netplay"):
+        make("search:64:model:one")
     with pytest.raises(ValueError, match="own must be"):
         SearchAgent(own="nobody")
 

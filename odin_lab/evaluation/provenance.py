@@ -17,7 +17,7 @@ from pathlib import Path
 from agents.dmc import BUNDLED_DMC
 from agents.linear import BUNDLED_LINEAR
 from agents.ppo import bundled_models
-from agents.registry import MODEL_KINDS, uses_bundled_network
+from agents.registry import MODEL_KINDS, search_network
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,8 +52,8 @@ def sha256(path: Path) -> str:
 def model_files(specs: Sequence[str]) -> dict[str, str]:
     """The sha256 of each model file the specs play: ``ppo:PATH``, ``dmc:PATH`` and
     ``linear:PATH`` by their spec, the bundled models of ``ppo``, ``dmc`` and ``linear`` as
-    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE`` (``dmc/FILE`` too for a search that asks the
-    bundled network: ``search:N:net``, ...)."""
+    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE`` (``dmc/FILE`` too for a search that asks a
+    bundled network: ``search:N:net``, ``search:N:net:one``, ...)."""
     files = {}
     for spec in dict.fromkeys(specs):
         name, _, path = spec.partition(":")
@@ -65,8 +65,10 @@ def model_files(specs: Sequence[str]) -> dict[str, str]:
                 files[f"ppo/{model.name}"] = sha256(model)
         elif spec == "linear":
             files[f"linear/{BUNDLED_LINEAR.name}"] = sha256(BUNDLED_LINEAR)
-        elif spec == "dmc" or (name == "search" and uses_bundled_network(spec)):
+        elif spec == "dmc":
             files[f"dmc/{BUNDLED_DMC.name}"] = sha256(BUNDLED_DMC)
+        elif network := search_network(spec):
+            files[f"dmc/{network.name}"] = sha256(network)
     return files
 
 
