@@ -349,9 +349,9 @@ class DMCAgent:
     def _legal_values(
         self, observations: np.ndarray, action_masks: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(rows, actions, values)`` of every legal pair (:func:`agents.base.legal_pairs`'
-        order), the observations reshaped to ``(n, OBS_SIZE)``; ``ValueError`` for a Goat
-        game, a count that does not match or a row with no legal action."""
+        """``(rows, actions, values)`` of every legal pair, in :func:`agents.base.legal_pairs`'
+        order; ``ValueError`` for a Goat game, counts of observations and masks that differ,
+        or a row with no legal action."""
         refuse_goat(action_masks, "a DMC model trained without the Goat")
         observations = np.reshape(observations, (-1, OBS_SIZE))
         masks = np.asarray(action_masks).reshape(-1, NUM_ACTIONS)
