@@ -64,12 +64,13 @@ def _table_bits(game: Game) -> int:
     [(2, "search:48"), (4, "search:48"), (5, "search:48"), (4, "search:48:net"),
      (4, "search:48:netplay"), (3, "search:48:net:netself"), (4, "search:48:netleaf"),
      (4, "search:256:net:race"), (3, "search:128:race"), (4, "search:48:penalty"),
-     (4, "search:256:race:penalty")],
+     (4, "search:256:race:penalty"), (4, "search:48:net:netself:one")],
 )  # fmt: skip
 def test_the_decision_depends_only_on_what_the_seat_sees(players: int, spec: str) -> None:
     """Two positions that differ only in the other seats' hidden cards: same observation, same
     action for the same seed (and the hidden cards really differ); also with the bundled
-    network's shortlist (``:net``) and with it playing the playouts (``:netplay``, ``:netself``)."""
+    network's shortlist (``:net``) and with it playing the playouts (``:netplay``, ``:netself``),
+    and with the one-pass network in those roles (``:one``)."""
     config = Config(players=players, threshold=15)
     rng = np.random.default_rng(players)
     checked = 0
