@@ -54,16 +54,40 @@ class _Timed:
         return action
 
 
+class _SeesAll:
+    """Makes a search's every world the true layout of the game it plays (``--see-all``): an
+    upper bound on what better inference of the hidden cards could give it, not a fair player.
+    The game comes from the tournament (``play_deals(watch=...)``), never from an observation."""
+
+    def __init__(self, search):
+        self.game = None
+        search._sample = self.sample  # the one place a search draws its worlds
+
+    def watch(self, game) -> None:
+        self.game = game
+
+    def sample(self, position, unseen, needs, worlds: int) -> np.ndarray:
+        """``worlds`` copies of the true hands, the searcher (the seat to act) in slot 0 and
+        the others in table order, as :func:`agents.worlds.sample_hands` lays them out."""
+        n, me = self.game.config.players, self.game.current
+        hands = [self.game.hands[(me + slot) % n] for slot in range(n)]
+        return np.repeat(np.array([hands], dtype=np.int64), worlds, axis=0)
+
+
 def _part(args: tuple) -> tuple[list, list[float]]:
-    spec, opponent, players, threshold, deals, seed = args
-    searcher = _Timed(make(spec))
+    spec, opponent, players, threshold, deals, seed, see_all = args
+    search = make(spec)
+    watch = _SeesAll(search).watch if see_all else None
+    searcher = _Timed(search)
     table = [searcher] + [make(opponent) for _ in range(players - 1)]
-    records = play_deals(table, Config(players=players, threshold=threshold), deals, seed=seed)
+    config = Config(players=players, threshold=threshold)
+    records = play_deals(table, config, deals, seed=seed, watch=watch)
     return records, searcher.times
 
 
-def _part_path(out: Path, spec: str, part: range) -> Path:
-    return out / "parts" / spec.replace(":", "_") / f"deals-{part.start}-{part.stop - 1}.json"
+def _part_path(out: Path, spec: str, part: range, see_all: bool = False) -> Path:
+    folder = spec.replace(":", "_") + ("_sees_all" if see_all else "")
+    return out / "parts" / folder / f"deals-{part.start}-{part.stop - 1}.json"
 
 
 def _read_part(path: Path, settings: dict, games: int) -> tuple[list, list[float]] | None:
@@ -85,22 +109,23 @@ def _read_part(path: Path, settings: dict, games: int) -> tuple[list, list[float
 
 def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
             workers: int, start: int = 0, out: Path | None = None,
-            resume: bool = False) -> dict:  # fmt: skip
+            resume: bool = False, see_all: bool = False) -> dict:  # fmt: skip
     """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
     shared), interval, penalty and timings. ``out``: each finished part is written there
-    (atomically); ``resume``: the parts found there are read, not played."""
+    (atomically); ``resume``: the parts found there are read, not played; ``see_all``: the
+    search's worlds are the true layout (:class:`_SeesAll`)."""
     stop = start + deals
     parts = [range(lo, min(lo + PART, stop)) for lo in range(start, stop, PART)]
     settings = {"agent": spec, "opponent": opponent, "players": players, "threshold": threshold,
-                "seed": seed}  # fmt: skip
+                "seed": seed, **({"see_all": True} if see_all else {})}  # fmt: skip
     found = {}
     if resume and out is not None:
         for part in parts:
-            kept = _read_part(_part_path(out, spec, part), settings, len(part) * players)
+            kept = _read_part(_part_path(out, spec, part, see_all), settings, len(part) * players)
             if kept is not None:
                 found[part] = kept
     todo = [part for part in parts if part not in found]
-    jobs = [(spec, opponent, players, threshold, part, seed) for part in todo]
+    jobs = [(spec, opponent, players, threshold, part, seed, see_all) for part in todo]
     with ProcessPoolExecutor(workers) as pool, tqdm(total=deals, unit="deal", desc=spec) as bar:
         bar.update(sum(len(part) for part in found))
         for part, result in zip(todo, pool.map(_part, jobs)):
@@ -109,7 +134,7 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
                 records, times = result
                 payload = {"settings": settings, "records": [r.to_dict() for r in records],
                            "times": times}  # fmt: skip
-                write_atomic(_part_path(out, spec, part), json.dumps(payload).encode())
+                write_atomic(_part_path(out, spec, part, see_all), json.dumps(payload).encode())
             bar.update(len(part))
     results = [found[part] for part in parts]
     records = [r for part, _ in results for r in part]
@@ -119,7 +144,8 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     hands = sum(len(r.hands) for r in records)
     penalty = sum(h[r.agents.index(0)] for r in records for h in r.hands) / hands
     return {
-        "agent": spec, "opponent": opponent, "players": players, "games": len(records),
+        "agent": spec + (" (sees every hand)" if see_all else ""), "opponent": opponent,
+        "players": players, "games": len(records),
         "win_share": wins / len(records), "ci_low": low, "ci_high": high,
         "penalty_per_hand": penalty, "median_ms": float(np.median(times)),
         "p90_ms": float(np.percentile(times, 90)), "decisions": int(times.size),
@@ -142,6 +168,10 @@ def main() -> None:
     p.add_argument(
         "--resume", action="store_true", help="read the parts a stopped run left; play the rest"
     )
+    p.add_argument(
+        "--see-all", action="store_true",
+        help="the search's worlds are the true hands: an upper bound, not a fair player",
+    )  # fmt: skip
     args = p.parse_args()
     for spec in [f"search:{b}" for b in args.budgets] + [args.opponent]:
         try:
@@ -158,12 +188,12 @@ def main() -> None:
         try:
             row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
                           args.deals, args.seed, args.workers, args.start, args.out,
-                          args.resume)  # fmt: skip
+                          args.resume, args.see_all)  # fmt: skip
         except ValueError as error:
             p.exit(2, f"{p.prog}: error: {error}\n")
         rows.append(row)
         print(
-            f"search:{budget:<7} {100 * row['win_share']:5.1f}% [{100 * row['ci_low']:.1f}, "
+            f"{row['agent']:<14} {100 * row['win_share']:5.1f}% [{100 * row['ci_low']:.1f}, "
             f"{100 * row['ci_high']:.1f}] over {row['games']} games; "
             f"{row['penalty_per_hand']:.2f} cards/hand; decision {row['median_ms']:.1f} ms "
             f"median, {row['p90_ms']:.1f} ms p90",
@@ -184,6 +214,7 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         "threshold": args.threshold,
         "deals": f"{args.start}-{args.start + args.deals - 1}",
         "seed": args.seed,
+        **({"see_all": True} if args.see_all else {}),
     }
     command = shell_command("benchmarks/search_strength.py")
     report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)
@@ -219,8 +250,8 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
 
 
 def _budget(spec: str) -> float:
-    """The number of a ``search:N`` or ``search:Nms`` spec."""
-    return float(spec.split(":")[1].removesuffix("ms"))
+    """The number of a ``search:N`` or ``search:Nms`` spec (a row's label may follow it)."""
+    return float(spec.split()[0].split(":")[1].removesuffix("ms"))
 
 
 if __name__ == "__main__":

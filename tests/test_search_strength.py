@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import benchmark_file
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 search_strength = benchmark_file.load("search_strength")
@@ -70,3 +71,45 @@ def test_a_part_of_another_run_is_one_line_and_exit_2(tmp_path):
     line = done.stderr.strip().splitlines()[-1]
     assert str(part) in line and "not a part of this run" in line and "--resume" in line
     assert part.read_bytes() == before and sorted(tmp_path.iterdir()) == [tmp_path / "parts"]
+
+
+def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path):
+    """``--see-all``: every world the search plays is the game's true layout, in the slots
+    :func:`agents.worlds.sample_hands` uses (the searcher first, then table order), so it agrees
+    with every card the position knows and every hand size; its parts and rows are its own."""
+    from agents.registry import make
+    from odin_env.cards import cards_of
+    from odin_env.rules import Config
+    from odin_lab.evaluation.tournament import play_deals
+
+    search = make("search:8")
+    seeing = search_strength._SeesAll(search)
+    checked = []
+
+    def sample(position, unseen, needs, worlds):
+        hands = search_strength._SeesAll.sample(seeing, position, unseen, needs, worlds)
+        game, n = seeing.game, seeing.game.config.players
+        assert hands.shape == (worlds, n) and (hands == hands[0]).all()
+        assert hands[0, 0] == position.hands[0] == game.hands[game.current]
+        for slot in range(1, n):
+            known = position.known[slot]
+            assert hands[0, slot] & known == known  # the cards public in that hand are there
+            assert hands[0, slot].bit_count() == known.bit_count() + needs[slot]
+            hidden = cards_of(int(hands[0, slot]) & ~known)  # drawn from the unseen cards
+            assert set(hidden) <= {int(c) for c in unseen}
+        assert (
+            sum(int(h).bit_count() for h in hands[0])
+            == int(np.bitwise_or.reduce(hands[0])).bit_count()
+        )
+        checked.append(worlds)
+        return hands
+
+    search._sample = sample
+    table = [search] + [make("planner") for _ in range(2)]
+    records = play_deals(table, Config(players=3, threshold=15), 1, seed=11, watch=seeing.watch)
+    assert len(records) == 3 and len(checked) > 10
+
+    row = search_strength.measure("search:4", "greedy", 3, 15, deals=1, seed=7, workers=1,
+                                  out=tmp_path, see_all=True)  # fmt: skip
+    assert row["agent"] == "search:4 (sees every hand)" and row["games"] == 3
+    assert [p.name for p in (tmp_path / "parts").iterdir()] == ["search_4_sees_all"]

@@ -217,3 +217,23 @@ def test_keyed_uniforms_of_consecutive_keys_are_uniform():
         for k in range(400)
     ]
     assert 150 < picks.count(4) < 250
+
+
+def test_watch_sees_each_game_that_is_played_and_keeps_to_the_single_engine():
+    """``play_deals(watch=...)`` is called once per game with the very ``rules.Game`` played
+    (its end is the record's), on the single engine even where ``auto`` would batch, and the
+    games are those of a tournament without it; ``engine="batched"`` with it is refused."""
+    config = Config(players=3, threshold=12)
+    from agents.registry import make
+
+    agents = [make(name) for name in ("greedy", "planner", "shaper")]  # both engines' forms
+    watched = []
+    records = play_deals(agents, config, range(2, 4), seed=5, watch=watched.append)
+    assert len(watched) == len(records) == 6
+    for game, record in zip(watched, records):
+        assert game.is_over and tuple(game.totals) == record.totals
+        assert tuple(game.history) == record.hands
+    single = play_deals(agents, config, range(2, 4), seed=5, engine="single")
+    assert [r.to_dict() for r in single] == [r.to_dict() for r in records]
+    with pytest.raises(ValueError, match="watch needs the single engine"):
+        play_deals(agents, config, 1, seed=5, engine="batched", watch=watched.append)

@@ -166,7 +166,9 @@ def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
     _worker_agents = [built[spec] for spec in specs]
 
 
-def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
+def _play_deal(
+    job: _Job, deal: int, agents: Sequence, watch: Callable[[Game], None] | None = None
+) -> list[GameRecord]:
     seed = deal_seed(job.seed, deal)
     n = job.config.players
     records = []
@@ -179,6 +181,8 @@ def _play_deal(job: _Job, deal: int, agents: Sequence) -> list[GameRecord]:
                 reset(seat, agent_seed(job.seed, deal, rotation, seat))
         game = Game(job.config, seed=seed)
         first_leader = game.hand_leader
+        if watch is not None:
+            watch(game)
         actions: list[int] = []
         play_game(game, seat_agents, actions)
         records.append(
@@ -353,13 +357,19 @@ def play_deals(
     rotate: bool = True,
     engine: str = "auto",
     batch: int = BATCH,
+    watch: Callable[[Game], None] | None = None,
 ) -> list[GameRecord]:
     """The games of :func:`play_tournament` with agent objects (one per seat), in this process.
 
     ``deals``: a count, or a range of deal indices (game ``(d, r)`` is the same one in any
     range that holds ``d``). The batched engine needs every agent to have ``act_batch``; an
-    agent appearing in several seats is asked once per step for all of them."""
+    agent appearing in several seats is asked once per step for all of them. ``watch``: called
+    with each game (a ``rules.Game``, then played in place) before its first decision, for a
+    measurement that needs the true state (a search that sees every hand, as an upper bound);
+    no agent is given it. The single engine only."""
     _check_engine(engine, batch)
+    if watch is not None and engine == "batched":
+        raise ValueError("watch needs the single engine (engine='single' or 'auto'), not 'batched'")
     if len(agents) != config.players:
         raise ValueError(
             f"got {len(agents)} agents for {config.players} players: give one agent per seat"
@@ -368,13 +378,15 @@ def play_deals(
     if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
         raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
     names = [getattr(agent, "name", repr(agent)) for agent in agents]
-    batched = _use_batched(engine, names, [isinstance(a, BatchAgent) for a in agents])
+    batched = watch is None and _use_batched(
+        engine, names, [isinstance(a, BatchAgent) for a in agents]
+    )
     rotations = config.players if rotate else 1
     job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
         games = range(deals.start * rotations, deals.stop * rotations)
         return _play_games_batched(job, games, agents)
-    return [record for deal in deals for record in _play_deal(job, deal, agents)]
+    return [record for deal in deals for record in _play_deal(job, deal, agents, watch)]
 
 
 def play_tournament(
