@@ -13,6 +13,10 @@ Each deal is played from every seat; deals go to ``--workers`` processes in part
 or the parts (each game seeds the agents from the deal). Each finished part is written at once
 to ``--out``/parts/ (games and decision times); ``--resume`` plays only the parts not there, so
 a stopped run (Ctrl-C, ``kill -9``, a crash) loses at most the parts it was playing.
+
+``--see-all`` gives the search the game's true hands as every world it plays: an upper bound
+on what inferring the hidden cards could give it (not a fair player; its rows say "sees every
+hand").
 """
 
 from __future__ import annotations
