@@ -20,7 +20,7 @@ from probe_agents import ObsHash
 from scipy.stats import kstest
 
 from agents.batch import BatchRandomAgent, act_by_seat
-from agents.registry import batch_form_names
+from agents.registry import batch_form_names, make
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE, observe
 from odin_env.rules import NUM_ACTIONS, Config, Game
@@ -224,8 +224,6 @@ def test_watch_sees_each_game_that_is_played_and_keeps_to_the_single_engine():
     (its end is the record's), on the single engine even where ``auto`` would batch, and the
     games are those of a tournament without it; ``engine="batched"`` with it is refused."""
     config = Config(players=3, threshold=12)
-    from agents.registry import make
-
     agents = [make(name) for name in ("greedy", "planner", "shaper")]  # both engines' forms
     watched = []
     records = play_deals(agents, config, range(2, 4), seed=5, watch=watched.append)
