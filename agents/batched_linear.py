@@ -18,7 +18,7 @@ from numba import njit
 from agents.batched_shaper import _cover, _popcount
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE
-from odin_env.observation import NUM_PLANES, PLANES_SIZE, players_of, views
+from odin_env.observation import NUM_PLANES, PLANES_SIZE, hand_sizes, players_of, views
 from odin_env.rules import PASS, TAKE
 
 FEATURE_ORDER = (
@@ -187,7 +187,7 @@ def batch_features(obs: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> np
     deck = (v["colours"] != 0).astype(np.int64) @ _COLOUR_LINES  # disjoint lines: a sum is an or
     others = deck & ~(hand | table | take_from | discard)
     players = players_of(v)
-    sizes = np.rint(v["hand_size"] * 9.0).astype(np.int64)
+    sizes = hand_sizes(v)
     owner_rows = v["table_owner"]
     owner = np.where(owner_rows.any(1), np.argmax(owner_rows, 1), -1)
     passes = np.rint(v["passes"][:, 0].astype(np.float64) * (players - 1)).astype(np.int64)

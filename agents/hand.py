@@ -19,7 +19,7 @@ import numpy as np
 
 from odin_env.cards import GOAT, GOAT_BIT, NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import is_combo
-from odin_env.observation import card_sets, players_of, views
+from odin_env.observation import card_sets, hand_sizes, players_of, views
 from odin_env.spec import GOAT_PLAY, GOAT_TAKE, NUM_ACTIONS, PASS, TAKE
 
 COLOUR_LINE = tuple(VALUE_BITS << (c // NUM_VALUES * NUM_VALUES) for c in range(NUM_CARDS))
@@ -153,7 +153,7 @@ def see(observation: np.ndarray, action_mask: np.ndarray) -> Seen:
     players = players_of(v)
     owner_row = v["table_owner"]
     owner = int(np.argmax(owner_row)) if owner_row.any() else -1
-    sizes = np.rint(v["hand_size"] * 9.0).astype(int).tolist()[:players]
+    sizes = hand_sizes(v)[:players].tolist()
     sets = card_sets(observation)
     goat = "goat" in v
     if goat:  # hand, table, take, discard, then each slot's known cards (GOAT_PLACES)

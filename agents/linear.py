@@ -32,7 +32,7 @@ from agents.hand import VALUE_LINE, VALUE_OF, cover
 from agents.ppo import is_zip, read_parts, write_model
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE
-from odin_env.observation import NUM_PLANES, OBS_SIZE, PLANES_SIZE, players_of, views
+from odin_env.observation import NUM_PLANES, OBS_SIZE, PLANES_SIZE, hand_sizes, players_of, views
 from odin_env.rules import NUM_ACTIONS, PASS, TAKE
 
 ALGO = "linear"
@@ -158,7 +158,7 @@ def row_features(obs_row: dict[str, Any], sets: list[int], actions: np.ndarray) 
     sets (:func:`_card_sets`)."""
     hand, table, take_from, discard, *known = sets
     players = players_of(obs_row)
-    sizes = np.rint(obs_row["hand_size"][:players] * 9.0).astype(int).tolist()
+    sizes = hand_sizes(obs_row)[:players].tolist()
     penalty = obs_row["penalty"][:players].tolist()
     phase = int(np.argmax(obs_row["phase"]))
     owner_row = obs_row["table_owner"][:players]

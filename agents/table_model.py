@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from odin_env.combos import BEAT_HI, BEAT_LO, COMBO_BITS, COMBO_SIZE, combo_index_of_bits
-from odin_env.observation import card_sets, players_of, views
+from odin_env.observation import card_sets, hand_sizes, players_of, views
 from odin_env.rules import FOLLOW, PASS, TAKING
 
 SAME = 0.1
@@ -93,7 +93,7 @@ class TableModel:
         but the observation and the observer's own earlier actions."""
         v = views(observation)
         n = players_of(v)
-        sizes = np.rint(v["hand_size"] * 9.0).astype(int).tolist()[:n]
+        sizes = hand_sizes(v)[:n].tolist()
         _, table, _, discard, *known = card_sets(observation)
         prints = [(sizes[k], known[k]) for k in range(n)]
         penalty = v["penalty"][:n].tolist()

@@ -150,6 +150,12 @@ def players_of(named: dict[str, np.ndarray]) -> int | np.ndarray:
     return int(found) if np.ndim(found) == 0 else found
 
 
+def hand_sizes(named: dict[str, np.ndarray]) -> np.ndarray:
+    """The cards each slot holds, as :func:`views` of one observation or a batch shows them
+    (int64, ``(..., 6)``; the inverse of the scaled ``hand_size``)."""
+    return np.rint(named["hand_size"] * SCALE["hand_size"]).astype(np.int64)
+
+
 def threshold_of(obs: np.ndarray) -> int:
     """The penalty threshold (R14) one observation shows (the inverse of its encoding)."""
     return int(round(float(views(obs)["threshold"][0]) * SCALE["threshold"]))
