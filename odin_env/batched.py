@@ -477,6 +477,11 @@ class BatchedGames:
         """The legal actions of game ``game``'s pending decision, ascending."""
         return sorted(self._legal[game, : self._state[game, k.NLEGAL]].tolist())
 
+    def hands(self) -> np.ndarray:
+        """Every game's hands now, ``(B, players)`` card-set ints (a fresh array): what a
+        search that loaded its own layouts (:meth:`load`) reads back after stepping them."""
+        return self._hands[:, : self.config.players].copy()
+
     def totals(self) -> np.ndarray:
         """Penalty totals of the episodes in progress, ``(B, players)`` (a fresh array)."""
         return self._totals[:, : self.config.players].copy()

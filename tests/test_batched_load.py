@@ -44,6 +44,7 @@ def _play_on(
         assert engine.seat[slot] == game.current
         assert np.array_equal(engine.mask[slot], game.legal_mask())
         assert np.array_equal(engine.obs[slot], observe(game, game.current))
+        assert engine.hands()[slot].tolist() == list(game.hands)
         actions = engine.first_legal
         actions[slot] = game.legal[rng.integers(len(game.legal))]
         engine.step(actions)
