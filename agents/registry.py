@@ -12,7 +12,9 @@ one too); ``search``
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
 or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
 ``search:Nms:model``) weights the sampled layouts by the other seats' observed passes
-(:mod:`agents.table_model`); ``:net`` (``search:net``, ``search:N:net``, ``search:N:model:net``)
+(:mod:`agents.table_model`); ``:track`` keeps the layouts that agree with every play and pass
+the other seats made, replayed under the playout policy (:mod:`agents.tracker`); ``:net``
+(``search:net``, ``search:N:net``, ``search:N:model:net``)
 searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most;
 ``:netplay`` has that network play every seat of every playout instead of ``planner`` (the table
 modelled as the network), ``:netself`` only the searcher's own seat, ``:netleaf`` cuts the
@@ -106,11 +108,13 @@ def spec_help() -> str:
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms), each optionally with any of :model (layouts weighted by the "
-        f"other seats' observed passes), :net (only the {TOP} candidates the bundled {DMC} "
-        f"network values most are searched), :netplay (that network plays every seat of the "
-        f"playouts), :netself (it plays the searcher's own seat), :netleaf (the playouts stop "
-        f"at the searcher's next decision, valued there by that network), :one (with any of those: "
-        "the one-pass network dmc_one instead of the bundle); or your own agent, "
+        f"other seats' observed passes), :track (layouts that agree with the other seats' "
+        f"plays and passes, replayed under the playout policy), :net (only the {TOP} "
+        f"candidates the bundled {DMC} network values most are searched), :netplay (that "
+        "network plays every seat of the playouts), :netself (it plays the searcher's own "
+        "seat), :netleaf (the playouts stop at the searcher's next decision, valued there by "
+        "that network), :one (with any of those: the one-pass network dmc_one instead of the "
+        "bundle); or your own agent, "
         f"{FORMS}, "
         "or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
@@ -145,9 +149,13 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-SEARCH_OPTIONS = ("model", "net", "netplay", "netself", "netleaf", "one", "race", "penalty")
+SEARCH_OPTIONS = (
+    "model", "track", "net", "netplay", "netself", "netleaf", "one", "race", "penalty",
+)  # fmt: skip
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
-seats' observed passes), ``net`` (the bundled network shortlists the candidates), ``netplay``
+seats' observed passes), ``track`` (layouts that agree with the other seats' plays and passes,
+replayed under the playout policy: :mod:`agents.tracker`), ``net`` (the bundled network
+shortlists the candidates), ``netplay``
 (the bundled network plays every seat of the playouts), ``netself`` (it plays the searcher's
 own seat of the playouts), ``netleaf`` (the playouts stop at the searcher's next decision,
 valued there by the network), ``one`` (with any of those four: the one-pass network

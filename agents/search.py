@@ -32,6 +32,11 @@ are then ranked by expected penalty, not win chance.
 With ``penalty`` (``search:N:penalty``) the candidates are ranked by their mean penalty for the
 hand (the fewest cards left), not by their mean win chance.
 
+With ``track`` (``search:N:track``) the layouts are not drawn uniformly but from a
+:class:`agents.tracker.LayoutTracker`: layouts that agree with every play and pass the other
+seats made since the hand began, as the playout ``policy`` would have made them (the oldest
+first, uniform ones once they run out).
+
 With ``race`` (``search:N:race``) the budget is a cap: the playouts come in rounds of
 :data:`RACE_ROUND` worlds, every candidate still in the race played in each, and a candidate
 leaves once it is clearly behind the leader on the worlds they share (:meth:`SearchAgent._race`),
@@ -66,6 +71,7 @@ from agents.base import is_goat_game, legal_actions, refuse_goat
 from agents.dmc import value_horizon
 from agents.heuristics import HEURISTICS
 from agents.table_model import TableModel
+from agents.tracker import LayoutTracker
 from agents.worlds import position as _position
 from agents.worlds import sample_hands as _sample_hands
 from odin_env.batched import BatchedGames
@@ -204,6 +210,8 @@ class SearchAgent:
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
     :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option.
+    ``track``: draw the layouts from a :class:`agents.tracker.LayoutTracker` that replays the
+    other seats under ``policy`` (memory as for ``model``, which it overrides).
     ``prior``: ``None``, or a player with ``values(observations, masks)`` (a
     :class:`agents.dmc.DMCAgent`): :meth:`act` then searches only the ``top`` legal actions it
     values most (:meth:`evaluate`, the person's hints, still scores every one). ``leaf``:
@@ -231,6 +239,7 @@ class SearchAgent:
         leaf: Any = None,
         race: bool = False,
         penalty: bool = False,
+        track: bool = False,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -244,6 +253,7 @@ class SearchAgent:
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
         self.table = TableModel() if model else None
+        self.tracker = LayoutTracker(self.policy) if track else None
         if prior is not None and not callable(getattr(prior, "values", None)):
             raise ValueError(
                 f"prior must be None or have values(observations, masks) (a DMC network); "
@@ -270,6 +280,8 @@ class SearchAgent:
             self.rng = np.random.default_rng(seed)
         if self.table is not None:
             self.table.reset()
+        if self.tracker is not None:
+            self.tracker.reset()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         candidates = legal_actions(action_mask)
@@ -278,6 +290,9 @@ class SearchAgent:
         if self.table is not None:
             refuse_goat(action_mask, "search with the table model (search:N:model)")
             self.table.observe(observation)  # forced decisions too: they reveal passes
+        if self.tracker is not None:
+            refuse_goat(action_mask, "search with the layout tracker (search:N:track)")
+            self.tracker.observe(observation, self.rng)
         if candidates.size == 1:
             action = int(candidates[0])
         else:
@@ -289,6 +304,8 @@ class SearchAgent:
                 action = scores.fewest if self.penalty else scores.best
         if self.table is not None:
             self.table.decided(action)
+        if self.tracker is not None:
+            self.tracker.decided(action)
         return action
 
     def evaluate(
@@ -386,6 +403,8 @@ class SearchAgent:
     def _sample(self, game: Game, unseen: np.ndarray, needs: list[int], worlds: int) -> np.ndarray:
         """``worlds`` layouts: uniform (:func:`_sample_hands`), or with ``model`` drawn from
         ``pool`` times as many uniform ones by their likelihood (:meth:`TableModel.choose`)."""
+        if self.tracker is not None and self.tracker.hands.shape[1] == len(needs):
+            return self.tracker.worlds(worlds, self.rng)
         if self.table is None or not self.table.applicable():
             return _sample_hands(game, unseen, needs, worlds, self.rng)
         pool = _sample_hands(game, unseen, needs, worlds * self.table.pool, self.rng)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lockstep import play_in_lockstep
 
 from agents.registry import check_spec, make
 from agents.search import SearchAgent, _position, _sample_hands
@@ -109,65 +110,18 @@ def test_worlds_drawn_agree_with_an_observed_pass_more_often() -> None:
     assert len(beaten) > 10 and model.choose(beaten, 10, np.random.default_rng(3)).shape == (10, 4)
 
 
-class _Recording(SearchAgent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.seen: list = []
-
-    def evaluate(self, observation, action_mask=None, *, within=False):
-        scores = super().evaluate(observation, action_mask, within=within)
-        self.seen.append((scores.actions.tolist(), scores.win.tolist(), scores.penalty.tolist()))
-        return scores
-
-
-def _swapped(game: Game, seat: int) -> Game | None:
-    """The deal of ``game`` with one hidden card of two other seats exchanged."""
-    n = game.config.players
-    a, b = [(seat + k) % n for k in (1, 2)]
-    hands = [cards_of(h) for h in game.hands]
-    x, y = hands[a][0], hands[b][0]
-    hands[a][0], hands[b][0] = y, x
-    return Game.from_position(game.config, hands, game.current)
-
-
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_games_that_look_the_same_to_the_seat_get_the_same_actions_and_scores(seed: int) -> None:
     """One hand played in lockstep in two games whose other seats' hidden cards differ, every
     other seat choosing among the actions legal in both: the observer's observations are
     identical, and so are ``search:N:model``'s actions and scores, decision by decision; its
     memory was used (passes applied) and changes the scores from the plain search's."""
-    config = Config(players=4, episode="hand")
-    first = Game(config, seed=seed)
-    seat = (first.current + 1) % 4
-    second = _swapped(first, seat)
-    assert first.hands != second.hands
-    rng = np.random.default_rng(seed)
-    agents = [_Recording(seed, rollouts=32, model=True) for _ in range(2)]
-    plain = _Recording(seed, rollouts=32)
-    for agent in (*agents, plain):
-        agent.reset(seat, seed=seed)
-    used = 0
-    while not first.is_over:
-        assert second.current == first.current and not second.is_over
-        if first.current == seat:
-            obs = observe(first, seat)
-            assert np.array_equal(obs, observe(second, seat))
-            mask = first.legal_mask()
-            assert np.array_equal(mask, second.legal_mask())
-            action = agents[0].act(obs, mask)
-            assert agents[1].act(observe(second, seat), mask) == action
-            used += bool(agents[0].table.applicable())
-            if mask.sum() > 1:
-                plain.evaluate(obs, mask)
-        else:
-            common = sorted(set(first.legal) & set(second.legal))
-            passing = PASS in common and rng.random() < 0.6
-            action = PASS if passing else common[rng.integers(len(common))]
-        first.apply(action)
-        second.apply(action)
-    assert agents[0].seen == agents[1].seen and len(agents[0].seen) >= 3
+    seen, twin, plain, used = play_in_lockstep(
+        seed, {"model": True}, lambda search: bool(search.table.applicable())
+    )
+    assert seen == twin and len(seen) >= 3
     assert used >= 1
-    assert agents[0].seen != plain.seen[: len(agents[0].seen)]
+    assert seen != plain[: len(seen)]
 
 
 def test_the_spec_takes_model_after_a_budget_and_refuses_anything_else() -> None:
