@@ -33,9 +33,9 @@ With ``penalty`` (``search:N:penalty``) the candidates are ranked by their mean 
 hand (the fewest cards left), not by their mean win chance.
 
 With ``track`` (``search:N:track``) the layouts are not drawn uniformly but from a
-:class:`agents.tracker.LayoutTracker`: layouts that agree with every play and pass the other
-seats made since the hand began, as the playout ``policy`` would have made them (the oldest
-first, uniform ones once they run out).
+:class:`agents.tracker.LayoutTracker`: layouts that agree with the other seats' plays and
+passes, as the playout ``policy`` would have made them, over the turns they were replayed
+through (the oldest first, uniform ones once they run out).
 
 With ``race`` (``search:N:race``) the budget is a cap: the playouts come in rounds of
 :data:`RACE_ROUND` worlds, every candidate still in the race played in each, and a candidate
@@ -402,8 +402,10 @@ class SearchAgent:
 
     def _sample(self, game: Game, unseen: np.ndarray, needs: list[int], worlds: int) -> np.ndarray:
         """``worlds`` layouts: uniform (:func:`_sample_hands`), or with ``model`` drawn from
-        ``pool`` times as many uniform ones by their likelihood (:meth:`TableModel.choose`)."""
-        if self.tracker is not None and self.tracker.hands.shape[1] == len(needs):
+        ``pool`` times as many uniform ones by their likelihood (:meth:`TableModel.choose`), or
+        with ``track`` the tracker's (:meth:`LayoutTracker.worlds`) when it was last shown this
+        position (a person's hint on another position samples uniformly)."""
+        if self.tracker is not None and self.tracker.shows(game, unseen, needs):
             return self.tracker.worlds(worlds, self.rng)
         if self.table is None or not self.table.applicable():
             return _sample_hands(game, unseen, needs, worlds, self.rng)

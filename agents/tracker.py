@@ -37,7 +37,7 @@ from agents.worlds import position, sample_hands
 from odin_env.batched import BatchedGames
 from odin_env.combos import COMBO_BITS, is_combo
 from odin_env.observation import card_sets, hand_sizes, players_of, views
-from odin_env.rules import Config
+from odin_env.rules import Config, Game
 
 PARTICLES = 512
 """Layouts kept and replayed at each of the observer's decisions."""
@@ -193,6 +193,18 @@ class LayoutTracker:
             return take
         extra = sample_hands(self._game, self._unseen, self._needs, count - len(take), rng)
         return np.concatenate([take, extra])
+
+    def shows(self, game: Game, unseen: np.ndarray, needs: list[int]) -> bool:
+        """Whether the layouts are of this position (:func:`agents.worlds.position` of an
+        observation): the one last given to :meth:`observe`."""
+        last = self._game
+        return (
+            last is not None
+            and needs == self._needs
+            and np.array_equal(unseen, self._unseen)
+            and last.hands[0] == game.hands[0]
+            and last.known == game.known
+        )
 
     def survivors(self) -> int:
         """How many layouts of the set survived at least one replay."""

@@ -13,7 +13,7 @@ from lockstep import play_in_lockstep
 
 from agents.heuristics import HEURISTICS
 from agents.registry import check_spec, make
-from agents.search import SearchAgent
+from agents.search import SearchAgent, _position
 from agents.tracker import LayoutTracker, interval
 from odin_env.combos import COMBO_BITS
 from odin_env.observation import observe
@@ -155,3 +155,26 @@ def test_the_readings_of_an_interval_hold_what_the_seats_really_played_and_took(
                 action = players_[seat].act(observe(game, seat), game.legal_mask())
             game.apply(action)
     assert read > 40 and read > 2 * unread, (read, unread)
+
+
+def test_a_hint_on_another_position_samples_that_position() -> None:
+    """The tracker's layouts are of the position it was last shown: a person's hint on another
+    one (``evaluate``) samples that one instead of playing out layouts that do not fit it."""
+    agent = make("search:32:track", seed=0)
+    agent.reset(0, seed=0)
+    seen = []
+    for seed in (3, 4):
+        game = Game(Config(players=4), seed=seed)
+        game.play_forced()
+        seen.append((observe(game, game.current), game.legal_mask()))
+    agent.act(*seen[0])
+    parts = [_position(obs, mask) for obs, mask in seen]
+    assert agent.tracker.shows(*_where(parts[0]))
+    assert not agent.tracker.shows(*_where(parts[1]))
+    scores = agent.evaluate(*seen[1])
+    assert np.array_equal(scores.actions, np.flatnonzero(seen[1][1]))
+
+
+def _where(part: tuple) -> tuple:
+    game, _, unseen, needs = part
+    return game, unseen, needs
