@@ -139,12 +139,11 @@ class LayoutTracker:
             if len(survivors):
                 # What each seat played and took in the interval is the same in every layout
                 # that reaches the observation.
-                change = before[0] & ~survivors[0], survivors[0] & ~before[0]
+                readings = [(before[0] & ~survivors[0], survivors[0] & ~before[0])]
             else:
-                change = None
-                readings = interval(self._seen, observation, self._faced())
+                readings = interval(self._seen, observation, self._faced())[:READINGS]
             more = np.zeros((0, n), dtype=np.int64)
-            for played, taken in [change] if change is not None else readings[:READINGS]:
+            for played, taken in readings:
                 # Lay the new position's unseen cards out afresh, undo the interval in each
                 # layout (the observer's hand as it was), and keep those whose replay reaches
                 # the observation as well.

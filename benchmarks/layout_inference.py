@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         check_spec(args.model)
     except ValueError as error:
         parser.error(str(error).splitlines()[0])
-    if not has_batch_form(args.model) or args.model.startswith("search"):
+    if not has_batch_form(args.model):
         parser.error(f"--model must be an agent with a batched form; got {args.model!r}")
     if not 2 <= args.players <= 6:
         parser.error(f"--players must be a table size 2-6; got {args.players}")
