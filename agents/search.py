@@ -32,10 +32,10 @@ are then ranked by expected penalty, not win chance.
 With ``penalty`` (``search:N:penalty``) the candidates are ranked by their mean penalty for the
 hand (the fewest cards left), not by their mean win chance.
 
-With ``track`` (``search:N:track``) the layouts are not drawn uniformly but from a
-:class:`agents.tracker.LayoutTracker`: layouts that agree with the other seats' plays and
-passes, as the playout ``policy`` would have made them, over the turns they were replayed
-through (the oldest first, uniform ones once they run out).
+With ``track`` or ``post`` (``search:N:track``, ``search:N:post``) the layouts come from an
+:class:`agents.tracker.LayoutTracker` or an :class:`agents.posterior.HandPosterior`: layouts
+that agree with the other seats' plays and passes as the playout ``policy`` would have made
+them, over the turns they were replayed through or over the whole hand (then uniform ones).
 
 With ``race`` (``search:N:race``) the budget is a cap: the playouts come in rounds of
 :data:`RACE_ROUND` worlds, every candidate still in the race played in each, and a candidate
@@ -70,6 +70,7 @@ import numpy as np
 from agents.base import is_goat_game, legal_actions, refuse_goat
 from agents.dmc import value_horizon
 from agents.heuristics import HEURISTICS
+from agents.posterior import HandPosterior
 from agents.table_model import TableModel
 from agents.tracker import LayoutTracker
 from agents.worlds import position as _position
@@ -210,8 +211,9 @@ class SearchAgent:
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
     :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option.
-    ``track``: draw the layouts from a :class:`agents.tracker.LayoutTracker` that replays the
-    other seats under ``policy`` (memory as for ``model``, which it overrides).
+    ``track``/``post`` (one of them): draw the layouts from a :class:`agents.tracker.LayoutTracker`
+    or :class:`agents.posterior.HandPosterior` replaying the other seats under ``policy``
+    (memory as for ``model``, which they override).
     ``prior``: ``None``, or a player with ``values(observations, masks)`` (a
     :class:`agents.dmc.DMCAgent`): :meth:`act` then searches only the ``top`` legal actions it
     values most (:meth:`evaluate`, the person's hints, still scores every one). ``leaf``:
@@ -240,6 +242,7 @@ class SearchAgent:
         race: bool = False,
         penalty: bool = False,
         track: bool = False,
+        post: bool = False,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -253,26 +256,23 @@ class SearchAgent:
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
         self.table = TableModel() if model else None
+        if track and post:
+            raise ValueError("track and post each choose the layouts: give one of them")
         self.tracker = LayoutTracker(self.policy) if track else None
-        if prior is not None and not callable(getattr(prior, "values", None)):
-            raise ValueError(
-                f"prior must be None or have values(observations, masks) (a DMC network); "
-                f"got {prior!r}"
-            )
+        self.tracker = HandPosterior(self.policy) if post else self.tracker
+        for name, network in (("prior", prior), ("leaf", leaf)):
+            if network is not None and not callable(getattr(network, "values", None)):
+                raise ValueError(
+                    f"{name} must be None or have values(observations, masks) (a DMC network); "
+                    f"got {network!r}"
+                )
         self.prior = prior
-        if leaf is not None and not callable(getattr(leaf, "values", None)):
-            raise ValueError(
-                f"leaf must be None or have values(observations, masks) (a DMC network); "
-                f"got {leaf!r}"
-            )
         if leaf is not None and value_horizon(getattr(leaf, "info", {})) != "hand":
             raise ValueError(
                 "leaf must value a position in penalty for the hand (a DMC network trained with "
                 f"horizon hand); this one was trained with horizon {value_horizon(leaf.info)!r}"
             )
-        self.leaf = leaf
-        self.race = bool(race)
-        self.penalty = bool(penalty)
+        self.leaf, self.race, self.penalty = leaf, bool(race), bool(penalty)
 
     def reset(self, seat: int, seed: int | None = None) -> None:
         """Reseed (``None``: keep the generator); with ``model``, forget the last game."""
@@ -291,7 +291,7 @@ class SearchAgent:
             refuse_goat(action_mask, "search with the table model (search:N:model)")
             self.table.observe(observation)  # forced decisions too: they reveal passes
         if self.tracker is not None:
-            refuse_goat(action_mask, "search with the layout tracker (search:N:track)")
+            refuse_goat(action_mask, "search with the layout tracker (search:N:track, :post)")
             self.tracker.observe(observation, self.rng)
         if candidates.size == 1:
             action = int(candidates[0])

@@ -104,11 +104,75 @@ def interval(
     return readings
 
 
-class LayoutTracker:
+def replay_engine(
+    engines: dict[tuple[Config, int], BatchedGames], config: Config, batch: int
+) -> BatchedGames:
+    """A batched engine of ``batch`` slots that replays turns one at a time (no forced decision
+    applied unasked, no next hand drawn), kept in ``engines`` (the four last used)."""
+    key = (config, batch)
+    if key not in engines:
+        if len(engines) >= 4:
+            engines.pop(next(iter(engines)))
+        engines[key] = BatchedGames(config, batch, seed=0, auto_forced=False, next_hand=False)
+    return engines[key]
+
+
+def faced(seen: np.ndarray, game: Game, action: int) -> int:
+    """The card-set int of the cards on the table, or to be taken from, before or after the
+    observer took ``action`` at the observation ``seen`` (of the position ``game``): none of them
+    was played in the interval that followed."""
+    _, table, take, *_ = card_sets(seen)
+    game = copy.deepcopy(game)
+    game.apply(action)
+    return table | take | (COMBO_BITS[game.table] if game.table >= 0 else 0)
+
+
+class LayoutSet:
+    """What a search draws its worlds from when it remembers the game (:class:`LayoutTracker`,
+    :class:`agents.posterior.HandPosterior`): the layouts ``hands`` (slot order) kept of the
+    position last observed, in the order the search takes them, and their ``ages`` (how many
+    intervals each agrees with; 0: fresh). Subclasses set ``_game``, ``_unseen`` and ``_needs``
+    (:func:`agents.worlds.position` of that observation) and reset ``_next`` to 0 there."""
+
+    hands: np.ndarray
+    ages: np.ndarray
+    _game: Game | None
+    _unseen: np.ndarray
+    _needs: list[int]
+    _next: int
+
+    def worlds(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """The next ``count`` layouts of the set (each call of one decision goes on where the
+        last stopped), then fresh uniform ones once the set is spent."""
+        take = self.hands[self._next : self._next + count]
+        self._next += len(take)
+        if len(take) == count:
+            return take
+        extra = sample_hands(self._game, self._unseen, self._needs, count - len(take), rng)
+        return np.concatenate([take, extra])
+
+    def shows(self, game: Game, unseen: np.ndarray, needs: list[int]) -> bool:
+        """Whether the layouts are of this position (:func:`agents.worlds.position` of an
+        observation): the one last observed."""
+        last = self._game
+        return (
+            last is not None
+            and needs == self._needs
+            and np.array_equal(unseen, self._unseen)
+            and last.hands[0] == game.hands[0]
+            and last.known == game.known
+        )
+
+    def survivors(self) -> int:
+        """How many layouts of the set agree with at least one interval."""
+        return int((self.ages > 0).sum())
+
+
+class LayoutTracker(LayoutSet):
     """Particles of the hidden layout, filtered by replaying the other seats with ``policy`` (a
     batched player, ``act_batch``); see the module docstring. Call :meth:`observe` with every
     observation the observer is shown (in order), :meth:`decided` with the action it took, and
-    :meth:`reset` at a new game."""
+    :meth:`reset` at a new game. Its layouts come oldest first."""
 
     def __init__(self, policy: Any, particles: int = PARTICLES):
         if isinstance(particles, bool) or not isinstance(particles, int) or particles < 1:
@@ -141,7 +205,9 @@ class LayoutTracker:
                 # that reaches the observation.
                 readings = [(before[0] & ~survivors[0], survivors[0] & ~before[0])]
             else:
-                readings = interval(self._seen, observation, self._faced())[:READINGS]
+                readings = interval(
+                    self._seen, observation, faced(self._seen, self._game, self._action)
+                )[:READINGS]
             more = np.zeros((0, n), dtype=np.int64)
             for played, taken in readings:
                 # Lay the new position's unseen cards out afresh, undo the interval in each
@@ -171,43 +237,9 @@ class LayoutTracker:
         self._game, self._action, self._needs, self._unseen = game, None, needs, unseen
         self._seen, self._next = observation.copy(), 0  # a table may reuse its array
 
-    def _faced(self) -> int:
-        """The card-set int of the cards on the table, or to be taken from, before or after the
-        observer's last action: none of them was played in the interval that followed."""
-        _, table, take, *_ = card_sets(self._seen)
-        game = copy.deepcopy(self._game)
-        game.apply(self._action)
-        return table | take | (COMBO_BITS[game.table] if game.table >= 0 else 0)
-
     def decided(self, action: int) -> None:
         """The observer took ``action`` at the observation last given to :meth:`observe`."""
         self._action = int(action)
-
-    def worlds(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        """The next ``count`` layouts of the set (the oldest first; each call of one decision
-        goes on where the last stopped), then fresh uniform ones once the set is spent."""
-        take = self.hands[self._next : self._next + count]
-        self._next += len(take)
-        if len(take) == count:
-            return take
-        extra = sample_hands(self._game, self._unseen, self._needs, count - len(take), rng)
-        return np.concatenate([take, extra])
-
-    def shows(self, game: Game, unseen: np.ndarray, needs: list[int]) -> bool:
-        """Whether the layouts are of this position (:func:`agents.worlds.position` of an
-        observation): the one last given to :meth:`observe`."""
-        last = self._game
-        return (
-            last is not None
-            and needs == self._needs
-            and np.array_equal(unseen, self._unseen)
-            and last.hands[0] == game.hands[0]
-            and last.known == game.known
-        )
-
-    def survivors(self) -> int:
-        """How many layouts of the set survived at least one replay."""
-        return int((self.ages > 0).sum())
 
     def _replay(self, hands: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Of the layouts ``hands`` of the last observed position, those whose replay (the
@@ -215,7 +247,7 @@ class LayoutTracker:
         ``target``: their indices in ``hands`` and their hands there. A forced decision
         of the observer's is applied (a table may not show it) unless ``target`` is reached."""
         game, count = self._game, len(hands)
-        engine = self._engine(game.config, count)
+        engine = replay_engine(self._engines, game.config, count)
         engine.load(np.arange(count), game, hands=hands)
         engine.step(np.full(count, self._action, dtype=np.int64))
         found = np.zeros(count, dtype=bool)
@@ -241,15 +273,5 @@ class LayoutTracker:
         keep = np.flatnonzero(found)
         return keep, engine.hands()[keep]
 
-    def _engine(self, config: Config, batch: int) -> BatchedGames:
-        key = (config, batch)
-        if key not in self._engines:
-            if len(self._engines) >= 4:
-                self._engines.pop(next(iter(self._engines)))
-            self._engines[key] = BatchedGames(
-                config, batch, seed=0, auto_forced=False, next_hand=False
-            )
-        return self._engines[key]
 
-
-__all__ = ["PARTICLES", "LayoutTracker"]
+__all__ = ["PARTICLES", "LayoutSet", "LayoutTracker"]
