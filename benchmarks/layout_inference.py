@@ -15,6 +15,10 @@ against the uniform worlds of the decisions that had layouts of that age.
 
     python benchmarks/layout_inference.py --deals 25 --seed 20261425
 
+``--sampler post`` scores :class:`agents.posterior.HandPosterior` instead: layouts that agree with
+every interval of the hand since it last had to start again (their age: how many), moved by
+``--rounds`` rounds of card exchanges a decision.
+
 The same seed gives the same figures. Nothing here plays better: it measures what inference
 of the hidden cards from the seats' actions can give a search (``search_strength.py --see-all``
 gives the other end, every hand known).
@@ -30,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from agents.files import write_atomic
+from agents.posterior import PARTICLES as POST_PARTICLES
+from agents.posterior import ROUNDS, HandPosterior
 from agents.registry import check_spec, has_batch_form, make, make_batch_agent
 from agents.tracker import PARTICLES, LayoutTracker
 from agents.worlds import position, sample_hands
@@ -54,9 +60,8 @@ class _Observer:
     """``planner`` in one seat, with a tracker beside it scored against the true hands (which
     come from the tournament's ``watch``, never from an observation)."""
 
-    def __init__(self, model, particles: int, worlds: int, seed: int):
-        self.player, self.worlds = make("planner"), worlds
-        self.tracker = LayoutTracker(model, particles)
+    def __init__(self, tracker, worlds: int, seed: int):
+        self.player, self.worlds, self.tracker = make("planner"), worlds, tracker
         self.rng = np.random.default_rng(seed)
         self.game = None
         self.rows: list[tuple[float, float]] = []
@@ -93,9 +98,13 @@ class _Observer:
 
 
 def measure(opponent: str, model: str, players: int, deals: int, seed: int, particles: int,
-            worlds: int) -> dict:  # fmt: skip
-    """The figures of the module docstring for one table."""
-    observer = _Observer(make_batch_agent(model, seed=seed), particles, worlds, seed)
+            worlds: int, rounds: int | None = None) -> dict:  # fmt: skip
+    """The figures of the module docstring for one table (``rounds``: the whole hand's
+    posterior, :class:`agents.posterior.HandPosterior`, instead of the tracker)."""
+    policy = make_batch_agent(model, seed=seed)
+    tracker = (LayoutTracker(policy, particles) if rounds is None
+               else HandPosterior(policy, particles, rounds))  # fmt: skip
+    observer = _Observer(tracker, worlds, seed)
     table = [observer] + [make(opponent, seed=seed + s) for s in range(1, players)]
     play_deals(table, Config(players=players), deals, seed=seed, watch=observer.watch)
     rows = np.array(observer.rows)
@@ -126,7 +135,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--players", type=int, default=4)
     parser.add_argument("--deals", type=int, default=25, help="deals, each played once a seat")
     parser.add_argument("--seed", type=int, default=20261425)
-    parser.add_argument("--particles", type=int, default=PARTICLES)
+    parser.add_argument(
+        "--sampler",
+        choices=("track", "post"),
+        default="track",
+        help="track: agents.tracker (search:N:track); post: agents.posterior, "
+        "layouts that agree with the whole hand (search:N:post)",
+    )
+    parser.add_argument(
+        "--particles",
+        type=int,
+        default=None,
+        help=f"layouts kept (default {PARTICLES} track, {POST_PARTICLES} post)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=ROUNDS, help="post: exchange rounds a decision"
+    )
     parser.add_argument("--worlds", type=int, default=128, help="worlds scored a decision")
     parser.add_argument("--out", type=Path, default=Path("results/layout_inference"))
     argv = sys.argv[1:] if argv is None else argv
@@ -140,11 +164,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--model must be an agent with a batched form; got {args.model!r}")
     if not 2 <= args.players <= 6:
         parser.error(f"--players must be a table size 2-6; got {args.players}")
+    if args.particles is None:
+        args.particles = PARTICLES if args.sampler == "track" else POST_PARTICLES
     for name in ("deals", "particles", "worlds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1; got {getattr(args, name)}")
+    if args.rounds < 0:
+        parser.error(f"--rounds must be >= 0; got {args.rounds}")
+    rounds = args.rounds if args.sampler == "post" else None
     row = measure(args.opponent, args.model, args.players, args.deals, args.seed,
-                  args.particles, args.worlds)  # fmt: skip
+                  args.particles, args.worlds, rounds)  # fmt: skip
     print(f"placement of the hidden cards, {args.model} as the model of {args.opponent} "
           f"({args.players} players, {row['decisions']:,} decisions, "
           f"seed {args.seed})")  # fmt: skip
@@ -159,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {"command": shell_command("benchmarks/layout_inference.py", argv),
                "settings": {k: getattr(args, k) for k in ("opponent", "model", "players",
-                                                          "deals", "seed", "particles",
-                                                          "worlds")},
+                                                          "deals", "seed", "sampler",
+                                                          "particles", "rounds", "worlds")},
                **row}  # fmt: skip
     text = json.dumps(payload, indent=2) + "\n"
     write_atomic(args.out / "layout_inference.json", text.encode())

@@ -16,7 +16,11 @@ a stopped run (Ctrl-C, ``kill -9``, a crash) loses at most the parts it was play
 
 ``--see-all`` gives the search the game's true hands as every world it plays: an upper bound
 on what inferring the hidden cards could give it (not a fair player; its rows say "sees every
-hand").
+hand"). ``--see-share P`` gives it part of that: in each world, each hidden card of another
+seat is where it truly is with chance P, and the other unseen cards are laid out uniformly in
+the places left; so its worlds place a known share of the hidden cards right, and the win share
+it reaches says what an inference of that accuracy (``layout_inference.py``'s placement) could
+be worth.
 """
 
 from __future__ import annotations
@@ -59,12 +63,14 @@ class _Timed:
 
 
 class _SeesAll:
-    """Makes a search's every world the true layout of the game it plays (``--see-all``): an
-    upper bound on what better inference of the hidden cards could give it, not a fair player.
-    The game comes from the tournament (``play_deals(watch=...)``), never from an observation."""
+    """Makes a search's every world the true layout of the game it plays (``--see-all``), or with
+    ``share`` below 1 a layout that puts each hidden card where it truly is with that chance
+    (``--see-share``; :func:`partly_true`): an upper bound on what better inference of the hidden
+    cards could give it, not a fair player. The game comes from the tournament
+    (``play_deals(watch=...)``), never from an observation."""
 
-    def __init__(self, search):
-        self.game = None
+    def __init__(self, search, share: float = 1.0):
+        self.game, self.search, self.share = None, search, share
         search._sample = self.sample  # the one place a search draws its worlds
 
     def watch(self, game) -> None:
@@ -75,13 +81,53 @@ class _SeesAll:
         the others in table order, as :func:`agents.worlds.sample_hands` lays them out."""
         n, me = self.game.config.players, self.game.current
         hands = [self.game.hands[(me + slot) % n] for slot in range(n)]
+        if self.share < 1.0:
+            known = [int(k) for k in position.known]
+            return partly_true(hands, known, unseen, needs, worlds, self.share, self.search.rng)
         return np.repeat(np.array([hands], dtype=np.int64), worlds, axis=0)
 
 
+def partly_true(truth: list[int], known: list[int], unseen: np.ndarray, needs: list[int],
+                worlds: int, share: float, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """``(worlds, players)`` layouts (slot order, as :func:`agents.worlds.sample_hands`): seat 0's
+    hand and every seat's known cards as in ``truth``; each other hidden card of ``truth`` kept
+    in its seat with chance ``share``, independently in each world; the unseen cards not kept
+    laid out uniformly in the places left (``needs[s]`` hidden cards a seat)."""
+    n = len(needs)
+    cards = [(c, s) for s in range(1, n) for c in range(64) if (truth[s] & ~known[s]) >> c & 1]
+    layouts = np.zeros((worlds, n), dtype=np.int64)
+    layouts[:, 0] = truth[0]
+    kept = rng.random((worlds, len(cards))) < share
+    for world in range(worlds):
+        held = [
+            [c for (c, s), k in zip(cards, kept[world]) if k and s == seat] for seat in range(n)
+        ]
+        pool = [int(c) for c in rng.permutation(unseen) if not any(int(c) in h for h in held)]
+        for seat in range(1, n):
+            more = needs[seat] - len(held[seat])
+            chosen, pool = held[seat] + pool[:more], pool[more:]
+            layouts[world, seat] = known[seat] | sum(1 << c for c in chosen)
+    return layouts
+
+
+def _sees_setting(sees: float) -> dict:
+    return {"see_all": True} if sees == 1.0 else {"see_share": sees} if sees else {}
+
+
+def _sees_label(sees: float) -> str:
+    if sees == 1.0:
+        return " (sees every hand)"
+    return f" (sees {sees:g} of the hidden cards)" if sees else ""
+
+
+def _sees_suffix(sees: float) -> str:
+    return "_sees_all" if sees == 1.0 else f"_sees_{sees:g}" if sees else ""
+
+
 def _part(args: tuple) -> tuple[list, list[float]]:
-    spec, opponent, players, threshold, deals, seed, see_all = args
+    spec, opponent, players, threshold, deals, seed, sees = args
     search = make(spec)
-    watch = _SeesAll(search).watch if see_all else None
+    watch = _SeesAll(search, sees).watch if sees else None
     searcher = _Timed(search)
     table = [searcher] + [make(opponent) for _ in range(players - 1)]
     config = Config(players=players, threshold=threshold)
@@ -89,8 +135,8 @@ def _part(args: tuple) -> tuple[list, list[float]]:
     return records, searcher.times
 
 
-def _part_path(out: Path, spec: str, part: range, see_all: bool = False) -> Path:
-    folder = spec.replace(":", "_") + ("_sees_all" if see_all else "")
+def _part_path(out: Path, spec: str, part: range, sees: float = 0.0) -> Path:
+    folder = spec.replace(":", "_") + _sees_suffix(sees)
     return out / "parts" / folder / f"deals-{part.start}-{part.stop - 1}.json"
 
 
@@ -113,23 +159,24 @@ def _read_part(path: Path, settings: dict, games: int) -> tuple[list, list[float
 
 def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
             workers: int, start: int = 0, out: Path | None = None,
-            resume: bool = False, see_all: bool = False) -> dict:  # fmt: skip
+            resume: bool = False, sees: float = 0.0) -> dict:  # fmt: skip
     """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
     shared), interval, penalty and timings. ``out``: each finished part is written there
-    (atomically); ``resume``: the parts found there are read, not played; ``see_all``: the
-    search's worlds are the true layout (:class:`_SeesAll`)."""
+    (atomically); ``resume``: the parts found there are read, not played; ``sees``: the share
+    of the hidden cards the search's worlds place where they truly are (:class:`_SeesAll`; 0:
+    none, as it plays)."""
     stop = start + deals
     parts = [range(lo, min(lo + PART, stop)) for lo in range(start, stop, PART)]
     settings = {"agent": spec, "opponent": opponent, "players": players, "threshold": threshold,
-                "seed": seed, **({"see_all": True} if see_all else {})}  # fmt: skip
+                "seed": seed, **_sees_setting(sees)}  # fmt: skip
     found = {}
     if resume and out is not None:
         for part in parts:
-            kept = _read_part(_part_path(out, spec, part, see_all), settings, len(part) * players)
+            kept = _read_part(_part_path(out, spec, part, sees), settings, len(part) * players)
             if kept is not None:
                 found[part] = kept
     todo = [part for part in parts if part not in found]
-    jobs = [(spec, opponent, players, threshold, part, seed, see_all) for part in todo]
+    jobs = [(spec, opponent, players, threshold, part, seed, sees) for part in todo]
     with ProcessPoolExecutor(workers) as pool, tqdm(total=deals, unit="deal", desc=spec) as bar:
         bar.update(sum(len(part) for part in found))
         for part, result in zip(todo, pool.map(_part, jobs)):
@@ -138,7 +185,7 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
                 records, times = result
                 payload = {"settings": settings, "records": [r.to_dict() for r in records],
                            "times": times}  # fmt: skip
-                write_atomic(_part_path(out, spec, part, see_all), json.dumps(payload).encode())
+                write_atomic(_part_path(out, spec, part, sees), json.dumps(payload).encode())
             bar.update(len(part))
     results = [found[part] for part in parts]
     records = [r for part, _ in results for r in part]
@@ -148,7 +195,7 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     hands = sum(len(r.hands) for r in records)
     penalty = sum(h[r.agents.index(0)] for r in records for h in r.hands) / hands
     return {
-        "agent": spec + (" (sees every hand)" if see_all else ""), "opponent": opponent,
+        "agent": spec + _sees_label(sees), "opponent": opponent,
         "players": players, "games": len(records),
         "win_share": wins / len(records), "ci_low": low, "ci_high": high,
         "penalty_per_hand": penalty, "median_ms": float(np.median(times)),
@@ -176,7 +223,16 @@ def main() -> None:
         "--see-all", action="store_true",
         help="the search's worlds are the true hands: an upper bound, not a fair player",
     )  # fmt: skip
+    p.add_argument(
+        "--see-share", type=float, metavar="P",
+        help="each hidden card where it truly is with chance P (0 < P < 1) in each world",
+    )  # fmt: skip
     args = p.parse_args()
+    if args.see_share is not None and not 0 < args.see_share < 1:
+        p.error(f"--see-share must be a chance between 0 and 1 (exclusive); got {args.see_share}")
+    if args.see_share is not None and args.see_all:
+        p.error("--see-all and --see-share each choose the worlds: give one of them")
+    args.sees = 1.0 if args.see_all else args.see_share or 0.0
     for spec in [f"search:{b}" for b in args.budgets] + [args.opponent]:
         try:
             check_spec(spec)
@@ -192,7 +248,7 @@ def main() -> None:
         try:
             row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
                           args.deals, args.seed, args.workers, args.start, args.out,
-                          args.resume, args.see_all)  # fmt: skip
+                          args.resume, args.sees)  # fmt: skip
         except ValueError as error:
             p.exit(2, f"{p.prog}: error: {error}\n")
         rows.append(row)
@@ -218,7 +274,7 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         "threshold": args.threshold,
         "deals": f"{args.start}-{args.start + args.deals - 1}",
         "seed": args.seed,
-        **({"see_all": True} if args.see_all else {}),
+        **_sees_setting(args.sees),
     }
     command = shell_command("benchmarks/search_strength.py")
     report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)

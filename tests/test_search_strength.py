@@ -11,6 +11,7 @@ from pathlib import Path
 
 import benchmark_file
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 search_strength = benchmark_file.load("search_strength")
@@ -111,6 +112,54 @@ def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path
     assert len(records) == 3 and len(checked) > 10
 
     row = search_strength.measure("search:4", "greedy", 3, 15, deals=1, seed=7, workers=1,
-                                  out=tmp_path, see_all=True)  # fmt: skip
+                                  out=tmp_path, sees=1.0)  # fmt: skip
     assert row["agent"] == "search:4 (sees every hand)" and row["games"] == 3
     assert [p.name for p in (tmp_path / "parts").iterdir()] == ["search_4_sees_all"]
+
+
+@pytest.mark.parametrize(
+    "bad,message",
+    [(["--see-share", "1.5"], "--see-share must be a chance between 0 and 1"),
+     (["--see-share", "0.5", "--see-all"], "give one of them")],
+)  # fmt: skip
+def test_bad_see_share_is_one_line_and_exit_2(bad, message, tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
+         "--deals", "1", "--out", str(tmp_path / "out"), *bad],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2 and message in done.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
+
+
+def test_see_share_keeps_that_share_of_the_hidden_cards_in_their_seats_and_deals_the_rest():
+    """``--see-share P`` (:func:`partly_true`): every layout keeps seat 0's hand, each seat's
+    known cards and hand size, and deals each unseen card once; the share of the other seats'
+    hidden cards in their true seat is P plus what a uniform deal of the rest puts right."""
+    rng = np.random.default_rng(0)
+    deck = rng.permutation(54)
+    truth = [sum(1 << int(c) for c in deck[9 * s : 9 * s + 9]) for s in range(4)]
+    known = [0, 1 << int(deck[9]), 0, (1 << int(deck[27])) | (1 << int(deck[28]))]
+    unseen = np.array(sorted(set(range(54)) - set(int(c) for c in deck[:9]) - {9, 27, 28}
+                             - {int(deck[9]), int(deck[27]), int(deck[28])}))  # fmt: skip
+    needs = [0, 8, 9, 7]
+    hidden = sum(needs)
+    for share in (0.0, 0.5, 0.9):
+        layouts = search_strength.partly_true(truth, known, unseen, needs, 400, share, rng)
+        assert (layouts[:, 0] == truth[0]).all()
+        for seat in range(1, 4):
+            assert ((layouts[:, seat] & known[seat]) == known[seat]).all()
+            assert (
+                np.bitwise_count(layouts[:, seat]) == known[seat].bit_count() + needs[seat]
+            ).all()
+        dealt = np.bitwise_or.reduce(layouts[:, 1:], axis=1)
+        assert (np.bitwise_count(dealt) == np.bitwise_count(layouts[:, 1:]).sum(axis=1)).all()
+        right = (
+            sum(np.bitwise_count(layouts[:, s] & (truth[s] & ~known[s])) for s in range(1, 4))
+            / hidden
+        )
+        # a card not kept lands in its seat with chance (the places left there) / (the cards
+        # left): about needs * (1 - P) / (unseen - P * hidden)
+        left = sum(n * n * (1 - share) for n in needs) / hidden / (unseen.size - share * hidden)
+        expected = share + (1 - share) * left
+        assert abs(right.mean() - expected) < 0.03, (share, right.mean(), expected)
