@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.tracker import READINGS, LayoutSet, faced, interval, replay_engine
+from agents.tracker import READINGS, LayoutSet, faced, interval, replay
 from agents.worlds import position, sample_hands
 from odin_env.batched import BatchedGames
 from odin_env.observation import card_sets
@@ -40,8 +40,6 @@ PARTICLES = 256
 """Layouts of the hand's start kept and replayed."""
 ROUNDS = 4
 """Exchange proposals per particle at each of the observer's decisions."""
-MAX_STEPS = 64
-"""Bounds a replay's loop per interval: the other seats act a few times between two turns."""
 
 
 class HandPosterior(LayoutSet):
@@ -199,45 +197,11 @@ class HandPosterior(LayoutSet):
         return moved
 
     def _replay(self, hands: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Replay the hand from its start in each layout ``hands`` (the observer's actions, then
-        ``policy`` in the other seats): how many of the observations since the start each
-        reaches in order, its hands at the last one reached and at the one before (meaningful
-        where all are reached). A forced decision of the observer's is applied (a table may not
-        show it) unless the next observation is reached."""
-        count, k = len(hands), len(self._shown) - 1
-        targets = np.stack(self._shown[1:])
-        engine = replay_engine(self._engines, self._start.config, count)
-        engine.load(np.arange(count), self._start, hands=hands)
-        engine.step(np.full(count, self._actions[0], dtype=np.int64))
-        matched = np.zeros(count, dtype=np.int64)
-        actions = np.zeros(count, dtype=np.int64)
-        before = hands.copy()
-        mine_actions = np.array(self._actions, dtype=np.int64)
-        for _ in range(MAX_STEPS * k):
-            rows = np.flatnonzero(~engine.held)
-            if rows.size == 0:
-                break
-            mine = rows[engine.seat[rows] == 0]
-            if mine.size:
-                same = (engine.obs[mine] == targets[matched[mine]]).all(axis=1)
-                forced = engine.legal_count[mine] == 1
-                matched[mine[same]] += 1
-                done = same & (matched[mine] == k)
-                engine.hold(mine[done | ~(same | forced)])
-                go = mine[same & ~done]
-                actions[go] = mine_actions[matched[go]]
-                last = go[matched[go] == k - 1]
-                if last.size:
-                    before[last] = engine.hands()[last]
-                blind = mine[forced & ~same]
-                actions[blind] = engine.first_legal[blind]
-            others = rows[engine.seat[rows] != 0]
-            if others.size:
-                actions[others] = self.policy.act_batch(engine.obs[others], engine.mask[others])
-            if not (~engine.held).any():
-                break
-            engine.step(actions)
-        return matched, engine.hands(), before
+        """Replay the hand from its start in each layout ``hands`` through every observation since
+        (:func:`agents.tracker.replay`)."""
+        return replay(
+            self._engines, self.policy, self._start, hands, self._actions, self._shown[1:]
+        )
 
 
 __all__ = ["PARTICLES", "ROUNDS", "HandPosterior"]

@@ -44,7 +44,8 @@ PARTICLES = 512
 READINGS = 3
 """Most readings of an interval (:func:`interval`) a tracker tries."""
 MAX_STEPS = 64
-"""Bounds a replay's loop: the other seats act a few times between two of the observer's turns."""
+"""Bounds a replay's loop per interval: the other seats act a few times between two of the
+observer's turns."""
 
 
 def interval(
@@ -115,6 +116,57 @@ def replay_engine(
             engines.pop(next(iter(engines)))
         engines[key] = BatchedGames(config, batch, seed=0, auto_forced=False, next_hand=False)
     return engines[key]
+
+
+def replay(
+    engines: dict[tuple[Config, int], BatchedGames],
+    policy: Any,
+    start: Game,
+    hands: np.ndarray,
+    actions: list[int],
+    targets: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Replay from the position ``start`` in each layout ``hands`` (a :func:`replay_engine` of
+    ``engines``): the observer (seat 0) takes ``actions[j]`` after reaching ``targets[j - 1]``
+    (``actions[0]`` at once), ``policy`` acts in the other seats. Returns how many of
+    ``targets`` each replay reaches in order, its hands at the last one reached and at the one
+    before (meaningful where all are). A forced decision of the observer's is applied (a table
+    may not show it) unless the next target is reached; a choice that does not reach it ends
+    the replay."""
+    count, k = len(hands), len(targets)
+    wanted = np.stack(targets)
+    engine = replay_engine(engines, start.config, count)
+    engine.load(np.arange(count), start, hands=hands)
+    engine.step(np.full(count, actions[0], dtype=np.int64))
+    matched = np.zeros(count, dtype=np.int64)
+    chosen = np.zeros(count, dtype=np.int64)
+    before = hands.copy()
+    mine_actions = np.array(actions, dtype=np.int64)
+    for _ in range(MAX_STEPS * k):
+        rows = np.flatnonzero(~engine.held)
+        if rows.size == 0:
+            break
+        mine = rows[engine.seat[rows] == 0]
+        if mine.size:
+            same = (engine.obs[mine] == wanted[matched[mine]]).all(axis=1)
+            forced = engine.legal_count[mine] == 1
+            matched[mine[same]] += 1
+            done = same & (matched[mine] == k)
+            engine.hold(mine[done | ~(same | forced)])
+            go = mine[same & ~done]
+            chosen[go] = mine_actions[matched[go]]
+            last = go[matched[go] == k - 1]
+            if last.size:
+                before[last] = engine.hands()[last]
+            blind = mine[forced & ~same]
+            chosen[blind] = engine.first_legal[blind]
+        others = rows[engine.seat[rows] != 0]
+        if others.size:
+            chosen[others] = policy.act_batch(engine.obs[others], engine.mask[others])
+        if not (~engine.held).any():
+            break
+        engine.step(chosen)
+    return matched, engine.hands(), before
 
 
 def faced(seen: np.ndarray, game: Game, action: int) -> int:
@@ -244,34 +296,12 @@ class LayoutTracker(LayoutSet):
     def _replay(self, hands: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Of the layouts ``hands`` of the last observed position, those whose replay (the
         observer's action, then ``policy`` in the other seats) reaches the observation
-        ``target``: their indices in ``hands`` and their hands there. A forced decision
-        of the observer's is applied (a table may not show it) unless ``target`` is reached."""
-        game, count = self._game, len(hands)
-        engine = replay_engine(self._engines, game.config, count)
-        engine.load(np.arange(count), game, hands=hands)
-        engine.step(np.full(count, self._action, dtype=np.int64))
-        found = np.zeros(count, dtype=bool)
-        actions = np.zeros(count, dtype=np.int64)
-        for _ in range(MAX_STEPS):
-            rows = np.flatnonzero(~engine.held)
-            if rows.size == 0:
-                break
-            mine = rows[engine.seat[rows] == 0]
-            if mine.size:
-                same = (engine.obs[mine] == target).all(axis=1)
-                forced = engine.legal_count[mine] == 1
-                found[mine[same]] = True
-                engine.hold(mine[~(forced & ~same)])  # reached, or a choice that did not match
-                go = mine[forced & ~same]
-                actions[go] = engine.first_legal[go]
-            others = rows[engine.seat[rows] != 0]
-            if others.size:
-                actions[others] = self.policy.act_batch(engine.obs[others], engine.mask[others])
-            if not (~engine.held).any():
-                break
-            engine.step(actions)
-        keep = np.flatnonzero(found)
-        return keep, engine.hands()[keep]
+        ``target``: their indices in ``hands`` and their hands there (:func:`replay`)."""
+        matched, reached, _ = replay(
+            self._engines, self.policy, self._game, hands, [self._action], [target]
+        )
+        keep = np.flatnonzero(matched == 1)
+        return keep, reached[keep]
 
 
-__all__ = ["PARTICLES", "LayoutSet", "LayoutTracker"]
+__all__ = ["PARTICLES", "LayoutSet", "LayoutTracker", "replay"]
