@@ -23,7 +23,9 @@ playouts at the searcher's next decision and takes the network's value there (on
 all it is asked; ``:one`` makes it the one-pass :data:`agents.dmc.BUNDLED_DMC_ONE` instead of
 the bundle's sixteen passes); ``:race`` makes the budget a cap, the candidates leaving as soon as
 they are clearly behind (:meth:`agents.search.SearchAgent._race`); ``:penalty`` ranks the
-candidates by their mean penalty for the hand instead of their mean win chance.
+candidates by their mean penalty for the hand instead of their mean win chance; ``:deep``
+searches the searcher's next decision too, under its own information
+(:class:`agents.deep.DeepSearch`).
 Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
 but ``search``; :func:`has_batch_form` says which.
 
@@ -42,6 +44,7 @@ from typing import Any
 from agents import outside
 from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
+from agents.deep import DeepSearch
 from agents.dmc import ALGO as DMC
 from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
@@ -116,7 +119,7 @@ def spec_help() -> str:
         "network plays every seat of the playouts), :netself (it plays the searcher's own "
         "seat), :netleaf (the playouts stop at the searcher's next decision, valued there by "
         "that network), :one (with any of those: the one-pass network dmc_one instead of the "
-        "bundle); or your own agent, "
+        "bundle), :race, :penalty, :deep (its own next decision searched too); or your own agent, "
         f"{FORMS}, "
         "or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
@@ -153,6 +156,7 @@ def check_spec(spec: str) -> None:
 
 SEARCH_OPTIONS = (
     "model", "track", "post", "net", "netplay", "netself", "netleaf", "one", "race", "penalty",
+    "deep",
 )  # fmt: skip
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
 seats' observed passes), ``track`` (layouts that agree with the other seats' plays and passes,
@@ -165,8 +169,9 @@ own seat of the playouts), ``netleaf`` (the playouts stop at the searcher's next
 valued there by the network), ``one`` (with any of those four: the one-pass network
 :data:`agents.dmc.BUNDLED_DMC_ONE` does it instead of the bundle), ``race`` (the budget is a
 cap: candidates leave as soon as they are clearly behind,
-:meth:`agents.search.SearchAgent._race`) and ``penalty`` (candidates ranked by their mean
-penalty for the hand, not their mean win chance)."""
+:meth:`agents.search.SearchAgent._race`), ``penalty`` (candidates ranked by their mean
+penalty for the hand, not their mean win chance) and ``deep`` (the searcher's next decision
+searched too, under its own information: :mod:`agents.deep`; not with ``netleaf``)."""
 
 
 _NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own", "netleaf": "leaf"}
@@ -212,6 +217,11 @@ def _search_budget(text: str) -> dict[str, int | bool]:
             f"bad search spec {'search:' + text!r}: :track and :post each choose the layouts; "
             "give one of them"
         )
+    if "deep" in keywords and "netleaf" in keywords:
+        raise ValueError(
+            f"bad search spec {'search:' + text!r}: :deep searches the next decision, which "
+            ":netleaf cuts; give one of them"
+        )
     if "one" in keywords and not any(option in keywords for option in _NETWORK_ROLES):
         raise ValueError(
             f"bad search spec {'search:' + text!r}: :one picks the network of "
@@ -242,7 +252,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
             # One network does all it is asked.
             network = DMCAgent.load(BUNDLED_DMC_ONE if one else BUNDLED_DMC)
             keywords.update({role: network for role, wanted in roles.items() if wanted})
-        return SearchAgent(seed, **keywords)
+        return (DeepSearch if keywords.pop("deep", False) else SearchAgent)(seed, **keywords)
     if name in HEURISTICS and not path:
         return HEURISTICS[name](seed=seed)
     return outside.build(spec, seed)
