@@ -12,9 +12,9 @@ one too); ``search``
 ``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
 or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
 ``search:Nms:model``) weights the sampled layouts by the other seats' observed passes
-(:mod:`agents.table_model`); ``:track`` keeps the layouts that agree with every play and pass
-the other seats made, replayed under the playout policy (:mod:`agents.tracker`); ``:post``
-those that agree with the whole hand, replayed from its start (:mod:`agents.posterior`); ``:net``
+(:mod:`agents.table_model`); ``:post`` keeps the layouts that agree with every play and pass
+of the hand so far, replayed from its start under the playout policy (:mod:`agents.posterior`);
+``:net``
 (``search:net``, ``search:N:net``, ``search:N:model:net``)
 searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most;
 ``:netplay`` has that network play every seat of every playout instead of ``planner`` (the table
@@ -112,9 +112,8 @@ def spec_help() -> str:
         "search, search:N "
         f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
         f"(1-{SEARCH_MAX_MS:,} ms), each optionally with any of :model (layouts weighted by the "
-        f"other seats' observed passes), :track (layouts that agree with the other seats' "
-        f"plays and passes, replayed under the playout policy), :post (layouts that agree with "
-        f"the whole hand so far), :net (only the {TOP} "
+        f"other seats' observed passes), :post (layouts that agree with the whole hand so far, "
+        f"replayed under the playout policy), :net (only the {TOP} "
         f"candidates the bundled {DMC} network values most are searched), :netplay (that "
         "network plays every seat of the playouts), :netself (it plays the searcher's own "
         "seat), :netleaf (the playouts stop at the searcher's next decision, valued there by "
@@ -155,13 +154,12 @@ def check_spec(spec: str) -> None:
 
 
 SEARCH_OPTIONS = (
-    "model", "track", "post", "net", "netplay", "netself", "netleaf", "one", "race", "penalty",
+    "model", "post", "net", "netplay", "netself", "netleaf", "one", "race", "penalty",
     "deep",
 )  # fmt: skip
 """What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
-seats' observed passes), ``track`` (layouts that agree with the other seats' plays and passes,
-replayed under the playout policy: :mod:`agents.tracker`), ``post`` (layouts that agree with the
-whole hand so far, replayed from its start: :mod:`agents.posterior`; not with ``track``), ``net``
+seats' observed passes), ``post`` (layouts that agree with the whole hand so far, replayed from
+its start under the playout policy: :mod:`agents.posterior`), ``net``
 (the bundled network
 shortlists the candidates), ``netplay``
 (the bundled network plays every seat of the playouts), ``netself`` (it plays the searcher's
@@ -212,11 +210,6 @@ def _search_budget(text: str) -> dict[str, int | bool]:
                 f"{' and/or '.join(':' + o for o in SEARCH_OPTIONS)} (each once), or those alone"
             )
         keywords[option] = True
-    if "track" in keywords and "post" in keywords:
-        raise ValueError(
-            f"bad search spec {'search:' + text!r}: :track and :post each choose the layouts; "
-            "give one of them"
-        )
     if "deep" in keywords and "netleaf" in keywords:
         raise ValueError(
             f"bad search spec {'search:' + text!r}: :deep searches the next decision, which "

@@ -32,10 +32,9 @@ are then ranked by expected penalty, not win chance.
 With ``penalty`` (``search:N:penalty``) the candidates are ranked by their mean penalty for the
 hand (the fewest cards left), not by their mean win chance.
 
-With ``track`` or ``post`` (``search:N:track``, ``search:N:post``) the layouts come from an
-:class:`agents.tracker.LayoutTracker` or an :class:`agents.posterior.HandPosterior`: layouts
-that agree with the other seats' plays and passes as the playout ``policy`` would have made
-them, over the turns they were replayed through or over the whole hand (then uniform ones).
+With ``post`` (``search:N:post``) the layouts come from an
+:class:`agents.posterior.HandPosterior`: layouts that agree with the other seats' plays and
+passes over the whole hand as the playout ``policy`` would have made them (then uniform ones).
 
 With ``race`` (``search:N:race``) the budget is a cap: the playouts come in rounds of
 :data:`RACE_ROUND` worlds, every candidate still in the race played in each, and a candidate
@@ -72,7 +71,6 @@ from agents.dmc import value_horizon
 from agents.heuristics import HEURISTICS
 from agents.posterior import HandPosterior
 from agents.table_model import TableModel
-from agents.tracker import LayoutTracker
 from agents.worlds import position as _position
 from agents.worlds import sample_hands as _sample_hands
 from odin_env.batched import BatchedGames
@@ -211,9 +209,8 @@ class SearchAgent:
     likely they make the other seats' observed passes (:mod:`agents.table_model`; the memory
     comes from the observations :meth:`act` is shown, in order, within a game begun by
     :meth:`reset`); ``False`` (the default) samples uniformly, exactly as without the option.
-    ``track``/``post`` (one of them): draw the layouts from a :class:`agents.tracker.LayoutTracker`
-    or :class:`agents.posterior.HandPosterior` replaying the other seats under ``policy``
-    (memory as for ``model``, which they override).
+    ``post``: draw the layouts from an :class:`agents.posterior.HandPosterior` replaying the
+    other seats under ``policy`` (memory as for ``model``, which it overrides).
     ``prior``: ``None``, or a player with ``values(observations, masks)`` (a
     :class:`agents.dmc.DMCAgent`): :meth:`act` then searches only the ``top`` legal actions it
     values most (:meth:`evaluate`, the person's hints, still scores every one). ``leaf``:
@@ -241,7 +238,6 @@ class SearchAgent:
         leaf: Any = None,
         race: bool = False,
         penalty: bool = False,
-        track: bool = False,
         post: bool = False,
     ):
         for name, value in (("rollouts", rollouts), ("min_worlds", min_worlds), ("top", top)):
@@ -256,10 +252,7 @@ class SearchAgent:
         self._engines: dict[tuple[Config, int], BatchedGames] = {}
         self._most_engines = 32  # batch sizes vary with the number of candidates
         self.table = TableModel() if model else None
-        if track and post:
-            raise ValueError("track and post each choose the layouts: give one of them")
-        self.tracker = LayoutTracker(self.policy) if track else None
-        self.tracker = HandPosterior(self.policy) if post else self.tracker
+        self.posterior = HandPosterior(self.policy) if post else None
         for name, network in (("prior", prior), ("leaf", leaf)):
             if network is not None and not callable(getattr(network, "values", None)):
                 raise ValueError(
@@ -280,8 +273,8 @@ class SearchAgent:
             self.rng = np.random.default_rng(seed)
         if self.table is not None:
             self.table.reset()
-        if self.tracker is not None:
-            self.tracker.reset()
+        if self.posterior is not None:
+            self.posterior.reset()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         candidates = legal_actions(action_mask)
@@ -290,9 +283,9 @@ class SearchAgent:
         if self.table is not None:
             refuse_goat(action_mask, "search with the table model (search:N:model)")
             self.table.observe(observation)  # forced decisions too: they reveal passes
-        if self.tracker is not None:
-            refuse_goat(action_mask, "search with the layout tracker (search:N:track, :post)")
-            self.tracker.observe(observation, self.rng)
+        if self.posterior is not None:
+            refuse_goat(action_mask, "search with the posterior (search:N:post)")
+            self.posterior.observe(observation, self.rng)
         if candidates.size == 1:
             action = int(candidates[0])
         else:
@@ -304,8 +297,8 @@ class SearchAgent:
                 action = scores.fewest if self.penalty else scores.best
         if self.table is not None:
             self.table.decided(action)
-        if self.tracker is not None:
-            self.tracker.decided(action)
+        if self.posterior is not None:
+            self.posterior.decided(action)
         return action
 
     def evaluate(
@@ -403,10 +396,10 @@ class SearchAgent:
     def _sample(self, game: Game, unseen: np.ndarray, needs: list[int], worlds: int) -> np.ndarray:
         """``worlds`` layouts: uniform (:func:`_sample_hands`), or with ``model`` drawn from
         ``pool`` times as many uniform ones by their likelihood (:meth:`TableModel.choose`), or
-        with ``track`` the tracker's (:meth:`LayoutTracker.worlds`) when it was last shown this
+        with ``post`` the posterior's (:meth:`HandPosterior.worlds`) when it was last shown this
         position (a person's hint on another position samples uniformly)."""
-        if self.tracker is not None and self.tracker.shows(game, unseen, needs):
-            return self.tracker.worlds(worlds, self.rng)
+        if self.posterior is not None and self.posterior.shows(game, unseen, needs):
+            return self.posterior.worlds(worlds, self.rng)
         if self.table is None or not self.table.applicable():
             return _sample_hands(game, unseen, needs, worlds, self.rng)
         pool = _sample_hands(game, unseen, needs, worlds * self.table.pool, self.rng)

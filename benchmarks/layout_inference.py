@@ -1,23 +1,24 @@
 """How much the other seats' plays and passes tell about their hidden cards, under an exact
-model of how they play: the worlds :class:`agents.tracker.LayoutTracker` hands a search
-(``search:N:track``) against uniformly sampled ones, scored against the true hands.
+model of how they play: the worlds :class:`agents.posterior.HandPosterior` hands a search
+(``search:N:post``) against uniformly sampled ones, scored against the true hands.
 
 A ``planner`` observer plays every game of ``--deals`` deals (rotated seats) against
-``--opponent`` in the other seats; a tracker replays those seats under ``--model`` (a batched
-player; with the default ``planner`` against ``planner`` the model is exact, and every layout the
-tracker keeps could have produced the whole interval it was replayed through). At each of the
-observer's real decisions, the first ``--worlds`` of the tracker's layouts and as many uniform
-ones are scored by *placement*: the share of the other seats' hidden cards that a world puts in
-the seat that really holds them (1 for the true layout). Printed and written to
-``--out``/layout_inference.json: both means over the decisions, their paired difference with its
-standard error, and the tracker's layouts by how many replays they survived (age), each
-against the uniform worlds of the decisions that had layouts of that age.
+``--opponent`` in the other seats; the posterior replays those seats under ``--model`` (a
+batched player; with the default ``planner`` against ``planner`` the model is exact, and every
+layout it keeps could have produced the whole hand so far), with ``--rounds`` rounds of card
+exchanges a decision. At each of the observer's real decisions, the first ``--worlds`` of its
+layouts and as many uniform ones are scored by *placement*: the share of the other seats' hidden
+cards that a world puts in the seat that really holds them (1 for the true layout). Printed and
+written to ``--out``/layout_inference.json: both means over the decisions, their paired
+difference with its standard error, and the layouts by how many intervals of the hand they
+agree with (age: 0 at the hand's first decision or where it had to start again), each against
+the uniform worlds of the decisions that had layouts of that age.
 
-    python benchmarks/layout_inference.py --deals 25 --seed 20261425
+    python benchmarks/layout_inference.py --sampler post --deals 25 --seed 20261425
 
-``--sampler post`` scores :class:`agents.posterior.HandPosterior` instead: layouts that agree with
-every interval of the hand since it last had to start again (their age: how many), moved by
-``--rounds`` rounds of card exchanges a decision.
+``--sampler`` has one choice left, ``post``: the tracker (``track``), which kept the layouts
+that agreed with the turns since they were made, was retired in favour of the posterior (run
+it at commit 085aa4c).
 
 The same seed gives the same figures. Nothing here plays better: it measures what inference
 of the hidden cards from the seats' actions can give a search (``search_strength.py --see-all``
@@ -34,10 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from agents.files import write_atomic
-from agents.posterior import PARTICLES as POST_PARTICLES
-from agents.posterior import ROUNDS, HandPosterior
+from agents.posterior import PARTICLES, ROUNDS, HandPosterior
 from agents.registry import check_spec, has_batch_form, make, make_batch_agent
-from agents.tracker import PARTICLES, LayoutTracker
 from agents.worlds import position, sample_hands
 from odin_env.rules import Config
 from odin_lab.cli import shell_command
@@ -57,11 +56,11 @@ def placement(worlds: np.ndarray, truth: np.ndarray, known: np.ndarray) -> np.nd
 
 
 class _Observer:
-    """``planner`` in one seat, with a tracker beside it scored against the true hands (which
+    """``planner`` in one seat, with a posterior beside it scored against the true hands (which
     come from the tournament's ``watch``, never from an observation)."""
 
-    def __init__(self, tracker, worlds: int, seed: int):
-        self.player, self.worlds, self.tracker = make("planner"), worlds, tracker
+    def __init__(self, posterior, worlds: int, seed: int):
+        self.player, self.worlds, self.posterior = make("planner"), worlds, posterior
         self.rng = np.random.default_rng(seed)
         self.game = None
         self.rows: list[tuple[float, float]] = []
@@ -72,39 +71,37 @@ class _Observer:
         self.game = game
 
     def reset(self, seat: int, seed: int | None = None) -> None:
-        self.tracker.reset()
+        self.posterior.reset()
         self.player.reset(seat, seed)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        self.tracker.observe(observation, self.rng)
+        self.posterior.observe(observation, self.rng)
         game, _, unseen, needs = position(observation, None)
         n, me = len(needs), self.game.current
         truth = np.array([self.game.hands[(me + k) % n] for k in range(n)], dtype=np.int64)
         known = np.array(game.known, dtype=np.int64)
         if sum(needs):
-            tracked = placement(self.tracker.hands[: self.worlds], truth, known)
+            tracked = placement(self.posterior.hands[: self.worlds], truth, known)
             uniform = placement(sample_hands(game, unseen, needs, self.worlds, self.rng), truth,
                                 known)  # fmt: skip
             self.rows.append((float(tracked.mean()), float(uniform.mean())))
-            every = placement(self.tracker.hands, truth, known)
+            every = placement(self.posterior.hands, truth, known)
+            ages = self.posterior.ages
             for age in AGES:
-                chosen = self.tracker.ages >= age if age == AGES[-1] else self.tracker.ages == age
+                chosen = ages >= age if age == AGES[-1] else ages == age
                 if chosen.any():  # paired with the uniform worlds of the same decision
                     self.ages[age].append((float(every[chosen].mean()), float(uniform.mean())))
-            self.survivors.append(self.tracker.survivors())
+            self.survivors.append(self.posterior.survivors())
         action = self.player.act(observation, action_mask)
-        self.tracker.decided(action)
+        self.posterior.decided(action)
         return action
 
 
 def measure(opponent: str, model: str, players: int, deals: int, seed: int, particles: int,
-            worlds: int, rounds: int | None = None) -> dict:  # fmt: skip
-    """The figures of the module docstring for one table (``rounds``: the whole hand's
-    posterior, :class:`agents.posterior.HandPosterior`, instead of the tracker)."""
+            worlds: int, rounds: int = ROUNDS) -> dict:  # fmt: skip
+    """The figures of the module docstring for one table."""
     policy = make_batch_agent(model, seed=seed)
-    tracker = (LayoutTracker(policy, particles) if rounds is None
-               else HandPosterior(policy, particles, rounds))  # fmt: skip
-    observer = _Observer(tracker, worlds, seed)
+    observer = _Observer(HandPosterior(policy, particles, rounds), worlds, seed)
     table = [observer] + [make(opponent, seed=seed + s) for s in range(1, players)]
     play_deals(table, Config(players=players), deals, seed=seed, watch=observer.watch)
     rows = np.array(observer.rows)
@@ -137,20 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261425)
     parser.add_argument(
         "--sampler",
-        choices=("track", "post"),
-        default="track",
-        help="track: agents.tracker (search:N:track); post: agents.posterior, "
-        "layouts that agree with the whole hand (search:N:post)",
+        choices=("post",),
+        default="post",
+        help="post: agents.posterior, layouts that agree with the whole hand (search:N:post); "
+        "the tracker (track) was retired",
     )
-    parser.add_argument(
-        "--particles",
-        type=int,
-        default=None,
-        help=f"layouts kept (default {PARTICLES} track, {POST_PARTICLES} post)",
-    )
-    parser.add_argument(
-        "--rounds", type=int, default=ROUNDS, help="post: exchange rounds a decision"
-    )
+    parser.add_argument("--particles", type=int, default=PARTICLES, help="layouts kept")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="exchange rounds a decision")
     parser.add_argument("--worlds", type=int, default=128, help="worlds scored a decision")
     parser.add_argument("--out", type=Path, default=Path("results/layout_inference"))
     argv = sys.argv[1:] if argv is None else argv
@@ -164,16 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--model must be an agent with a batched form; got {args.model!r}")
     if not 2 <= args.players <= 6:
         parser.error(f"--players must be a table size 2-6; got {args.players}")
-    if args.particles is None:
-        args.particles = PARTICLES if args.sampler == "track" else POST_PARTICLES
     for name in ("deals", "particles", "worlds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1; got {getattr(args, name)}")
     if args.rounds < 0:
         parser.error(f"--rounds must be >= 0; got {args.rounds}")
-    rounds = args.rounds if args.sampler == "post" else None
     row = measure(args.opponent, args.model, args.players, args.deals, args.seed,
-                  args.particles, args.worlds, rounds)  # fmt: skip
+                  args.particles, args.worlds, args.rounds)  # fmt: skip
     print(f"placement of the hidden cards, {args.model} as the model of {args.opponent} "
           f"({args.players} players, {row['decisions']:,} decisions, "
           f"seed {args.seed})")  # fmt: skip

@@ -1,6 +1,6 @@
 """One hand played in lockstep in two games that look the same to one seat: the check that a
-search with a memory of the game (``search:N:model``, ``search:N:track``) reads nothing but its
-observations. Shared by tests/test_table_model.py and tests/test_tracker.py."""
+search with a memory of the game (``search:N:model``, ``search:N:post``) reads nothing but its
+observations. Shared by tests/test_table_model.py and tests/test_posterior.py."""
 
 from __future__ import annotations
 

@@ -21,10 +21,9 @@ def test_placement_is_one_for_the_truth_and_counts_the_hidden_cards_put_right() 
     assert scores[1] == pytest.approx(3 / 5)  # of the five hidden cards, three are in place
 
 
-@pytest.mark.parametrize("sampler", ["track", "post"])
-def test_the_same_seed_gives_the_same_figures_and_the_json_says_how(sampler, tmp_path) -> None:
+def test_the_same_seed_gives_the_same_figures_and_the_json_says_how(tmp_path) -> None:
     args = ["--deals", "1", "--players", "3", "--particles", "32", "--worlds", "16",
-            "--seed", "3", "--sampler", sampler]  # fmt: skip
+            "--seed", "3", "--sampler", "post"]  # fmt: skip
     rows = []
     for run in ("a", "b"):
         assert layout_inference.main([*args, "--out", str(tmp_path / run)]) == 0
@@ -36,7 +35,7 @@ def test_the_same_seed_gives_the_same_figures_and_the_json_says_how(sampler, tmp
     assert first["decisions"] > 10 and 0 < first["uniform"] < 1
     assert [row["age"] for row in first["by_age"]] == ["0", "1", "2", "3+"]
     assert sum(row["decisions"] for row in first["by_age"]) >= first["decisions"]
-    assert first["settings"]["sampler"] == sampler
+    assert first["settings"]["sampler"] == "post"
 
 
 @pytest.mark.parametrize(
@@ -46,7 +45,7 @@ def test_the_same_seed_gives_the_same_figures_and_the_json_says_how(sampler, tmp
      (["--players", "7"], "--players must be a table size 2-6"),
      (["--deals", "0"], "--deals must be >= 1"),
      (["--sampler", "post", "--rounds", "-1"], "--rounds must be >= 0"),
-     (["--sampler", "guess"], "invalid choice: 'guess'")],
+     (["--sampler", "track"], "invalid choice: 'track'")],
 )  # fmt: skip
 def test_bad_input_is_refused_in_one_line(bad, message, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as stop:

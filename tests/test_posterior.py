@@ -1,8 +1,9 @@
 """The whole-hand posterior of the hidden cards (``agents.posterior``, ``search:N:post``): the true
 deal agrees with every observation of its hand when the table plays as the model, every layout
 it keeps agrees with the whole hand on the rules engine too, its card exchanges keep every
-hand's size and move two cards, it reads nothing but the observations, and its spec is parsed
-strictly."""
+hand's size and move two cards, it reads nothing but the observations, its readings of an
+interval hold what the seats really did, a hint on another position samples that one, and its
+spec is parsed strictly."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import pytest
 from lockstep import play_in_lockstep
 
 from agents.heuristics import HEURISTICS
-from agents.posterior import HandPosterior
+from agents.posterior import HandPosterior, interval
 from agents.registry import check_spec, make
-from agents.search import SearchAgent
+from agents.search import SearchAgent, _position
+from odin_env.combos import COMBO_BITS
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
 
@@ -156,15 +158,14 @@ def test_games_that_look_the_same_to_the_seat_get_the_same_actions_and_scores(se
     assert seen != plain[: len(seen)]
 
 
-def test_the_spec_takes_post_and_refuses_it_twice_with_track_or_in_a_goat_game() -> None:
+def test_the_spec_takes_post_and_refuses_it_twice_or_in_a_goat_game() -> None:
     agent = make("search:64:net:one:post", seed=0)
-    assert isinstance(agent, SearchAgent) and isinstance(agent.tracker, HandPosterior)
-    assert agent.tracker.policy is agent.policy  # the replays model the table as the playouts do
-    for bad in ("search:64:post:post", "search:64:track:post", "search:64:posts"):
+    assert isinstance(agent, SearchAgent) and isinstance(agent.posterior, HandPosterior)
+    assert agent.posterior.policy is agent.policy  # the replays model the table as the playouts do
+    assert make("search:64", seed=0).posterior is None
+    for bad in ("search:64:post:post", "search:64:track", "search:64:posts"):
         with pytest.raises(ValueError, match="bad search spec"):
             check_spec(bad)
-    with pytest.raises(ValueError, match="give one of them"):
-        SearchAgent(0, track=True, post=True)
     game = Game(Config(players=3, goat=True), seed=1)
     game.play_forced()
     with pytest.raises(ValueError, match="Goat"):
@@ -172,3 +173,70 @@ def test_the_spec_takes_post_and_refuses_it_twice_with_track_or_in_a_goat_game()
     for bad, message in (({"particles": 0}, "particles"), ({"rounds": -1}, "rounds")):
         with pytest.raises(ValueError, match=f"{message} must be an integer"):
             HandPosterior(HEURISTICS["planner"](), **bad)
+
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+def test_the_readings_of_an_interval_hold_what_the_seats_really_played_and_took(
+    players: int,
+) -> None:
+    """Between two of the observer's decisions of one hand (every decision shown, forced ones
+    too), :func:`interval` reads from the observations alone what each other seat played and
+    took: when it gives readings, the truth (from the hidden hands) is one of them, and it
+    gives them for most intervals."""
+    config = Config(players=players, threshold=12)
+    read = unread = 0
+    for seed in range(4):
+        game = Game(config, seed=seed)
+        observer = seed % players
+        players_ = [make("planner", seed=seed + s) for s in range(players)]
+        last = None  # (observation, hands, faced, hand number) at the observer's last decision
+        while not game.is_over:
+            seat = game.current
+            if seat == observer:
+                obs = observe(game, seat)
+                hands = _truth(game, seat)
+                if last is not None and game.hand_number == last[3]:
+                    readings = interval(last[0], obs, last[2])
+                    truth = (last[1] & ~hands, hands & ~last[1])
+                    truth[0][0] = truth[1][0] = 0
+                    if readings:
+                        assert any(
+                            np.array_equal(p, truth[0]) and np.array_equal(t, truth[1])
+                            for p, t in readings
+                        ), (seed, readings, truth)
+                        read += 1
+                    else:
+                        unread += 1
+                action = players_[seat].act(obs, game.legal_mask())
+                after = copy.deepcopy(game)
+                after.apply(action)
+                faced = (game.take_from or 0) | (COMBO_BITS[game.table] if game.table >= 0 else 0)
+                faced |= COMBO_BITS[after.table] if after.table >= 0 else 0
+                last = (obs, hands, faced, game.hand_number)
+            else:
+                action = players_[seat].act(observe(game, seat), game.legal_mask())
+            game.apply(action)
+    assert read > 40 and read > 2 * unread, (read, unread)
+
+
+def test_a_hint_on_another_position_samples_that_position() -> None:
+    """The posterior's layouts are of the position it was last shown: a person's hint on another
+    one (``evaluate``) samples that one instead of playing out layouts that do not fit it."""
+    agent = make("search:32:post", seed=0)
+    agent.reset(0, seed=0)
+    seen = []
+    for seed in (3, 4):
+        game = Game(Config(players=4), seed=seed)
+        game.play_forced()
+        seen.append((observe(game, game.current), game.legal_mask()))
+    agent.act(*seen[0])
+    parts = [_position(obs, mask) for obs, mask in seen]
+    assert agent.posterior.shows(*_where(parts[0]))
+    assert not agent.posterior.shows(*_where(parts[1]))
+    scores = agent.evaluate(*seen[1])
+    assert np.array_equal(scores.actions, np.flatnonzero(seen[1][1]))
+
+
+def _where(part: tuple) -> tuple:
+    game, _, unseen, needs = part
+    return game, unseen, needs

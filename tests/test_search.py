@@ -64,7 +64,7 @@ def _table_bits(game: Game) -> int:
     [(2, "search:48"), (4, "search:48"), (5, "search:48"), (4, "search:48:net"),
      (4, "search:48:netplay"), (3, "search:48:net:netself"), (4, "search:48:netleaf"),
      (4, "search:256:net:race"), (3, "search:128:race"), (4, "search:48:penalty"),
-     (4, "search:256:race:penalty"), (4, "search:48:net:netself:one"), (4, "search:48:track"),
+     (4, "search:256:race:penalty"), (4, "search:48:net:netself:one"),
      (4, "search:48:post"), (4, "search:48:net:one:deep")],
 )  # fmt: skip
 def test_the_decision_depends_only_on_what_the_seat_sees(players: int, spec: str) -> None:
