@@ -62,17 +62,16 @@ class DeepSearch(SearchAgent):
         for row in np.flatnonzero(seen.reached):
             sets.setdefault((row % count, seen.obs[row].tobytes()), []).append(int(row))
         many = [members for members in sets.values() if len(members) > 1]
-        if not many:
-            return win.reshape(worlds, count), penalty.reshape(worlds, count)
         tried = self._alternatives(seen, [members[0] for members in many], config)
         # One extra playout per (world, alternative) of every set of two worlds or more.
         plan = [(row, action) for m, members in enumerate(many) for row in members
                 for action in tried[m]]  # fmt: skip
-        if plan:
-            at, forced = np.array(plan, dtype=np.int64).T
-            alt_win, alt_penalty, _ = self._play(
-                game, config, rows[at], firsts[at], forced=(forced, seen.obs[at])
-            )
+        if not plan:
+            return win.reshape(worlds, count), penalty.reshape(worlds, count)
+        at, forced = np.array(plan, dtype=np.int64).T
+        alt_win, alt_penalty, _ = self._play(
+            game, config, rows[at], firsts[at], forced=(forced, seen.obs[at])
+        )
         done = 0
         for m, members in enumerate(many):
             k = len(tried[m])
@@ -93,7 +92,7 @@ class DeepSearch(SearchAgent):
         out besides the base playout's: the prior's ``top`` best (all without a prior or in a
         Goat game), less the one the base playout played."""
         obs, masks = seen.obs[rows], seen.mask[rows]
-        if self.prior is not None and not config.goat:
+        if self.prior is not None and not config.goat and rows:
             values = self.prior.values(obs, masks)
         else:
             values = None
