@@ -185,7 +185,9 @@ def faced(seen: np.ndarray, game: Game, action: int) -> int:
 class HandPosterior:
     """Layouts of the hidden cards that agree with the whole hand so far under ``policy``; see
     the module docstring. Call :meth:`observe` with every observation the observer is shown (in
-    order), :meth:`decided` with the action it took, and :meth:`reset` at a new game. Its
+    order), :meth:`decided` with the action it took, and :meth:`reset` at a new game.
+    ``hands``: the layouts (slot order) of the position last observed, which the search takes
+    in order (:meth:`worlds`); ``ages``: how many intervals of the hand each agrees with. Its
     layouts all agree with the hand so far; at the hand's first decision, or where it started
     again, they are uniform (:meth:`survivors` is 0)."""
 
