@@ -19,9 +19,12 @@ from odin_env.observation import observe
 from odin_env.rules import Config, Game
 
 
-def _oracle(game: Game, config: Config, hands: np.ndarray, candidates: np.ndarray, planner):
-    """What ``DeepSearch`` (no prior: every legal action tried) should give, on ``rules.Game``
-    and the Python ``planner``: ``(win, penalty, chose_another)``."""
+def _oracle(game: Game, config: Config, hands: np.ndarray, candidates: np.ndarray, planner,
+            top: int | None = None, by_penalty: bool = False):  # fmt: skip
+    """What ``DeepSearch`` should give, on ``rules.Game`` and the Python ``planner``: ``(win,
+    penalty, chose_another)``. At the next decision it tries every legal action, or with
+    ``top`` the ``top`` lowest (what :class:`_LowFirst` values most); it chooses by win chance,
+    or with ``by_penalty`` by the fewest cards left."""
     worlds, count = hands.shape[0], candidates.size
     totals = np.array(game.totals, dtype=np.int64)
     win, penalty = np.zeros((worlds, count)), np.zeros((worlds, count))
@@ -44,7 +47,8 @@ def _oracle(game: Game, config: Config, hands: np.ndarray, candidates: np.ndarra
                 continue
             seen = observe(play, 0)
             base = planner.act(seen, play.legal_mask())
-            actions = [base, *sorted(a for a in play.legal if a != base)]
+            tried = sorted(play.legal)[:top] if top else sorted(play.legal)
+            actions = [base, *(a for a in tried if a != base)]
             outcomes = []
             for action in actions:
                 branch = copy.deepcopy(play)
@@ -56,7 +60,7 @@ def _oracle(game: Game, config: Config, hands: np.ndarray, candidates: np.ndarra
     for (c, _), members in nexts.items():
         if len(members) < 2:
             continue
-        scores = np.stack([outcomes[:, 0] for _, outcomes in members])
+        scores = np.stack([-o[:, 1] if by_penalty else o[:, 0] for _, o in members])
         for i, (w, outcomes) in enumerate(members):
             others = (scores.sum(axis=0) - scores[i]) / (len(members) - 1)
             choice = int(np.argmax(others))
@@ -80,15 +84,29 @@ def _ended(play: Game, totals: np.ndarray, threshold: int) -> tuple[float, float
     return float(win_chance(after, threshold)[0]), float(after[0] - totals[0])
 
 
-@pytest.mark.parametrize("players", [3, 4])
-def test_each_outcome_is_the_rules_engines_under_the_leave_one_out_choice(players: int) -> None:
+class _LowFirst:
+    """A prior that values the lower actions more."""
+
+    def values(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(-np.arange(masks.shape[1], dtype=np.float64), masks.shape)
+
+
+@pytest.mark.parametrize(
+    "players,top,by_penalty", [(3, None, False), (4, None, False), (4, 2, True)]
+)
+def test_each_outcome_is_the_rules_engines_under_the_leave_one_out_choice(
+    players: int, top: int | None, by_penalty: bool
+) -> None:
     """At decisions of ``planner`` games, ``DeepSearch._playouts`` over a few sampled worlds
     equals the rules engine's outcomes (``rules.Game``, the Python ``planner``) with the next
-    decision made by the best mean over the other worlds of its information set; and that choice
-    differs from ``planner``'s somewhere (else the test would not see the search)."""
+    decision made by the best mean over the other worlds of its information set (by win chance,
+    or with ``by_penalty`` by cards left; among every legal action, or with a prior its ``top``
+    best); and that choice differs from ``planner``'s somewhere (else the test would not see the
+    search)."""
     config = Config(players=players, threshold=12)
     planner = make("planner")
-    deep = DeepSearch(0, policy="planner")
+    prior = {"prior": _LowFirst(), "top": top} if top else {}
+    deep = DeepSearch(0, policy="planner", penalty=by_penalty, **prior)
     rng = np.random.default_rng(players)
     checked = another = 0
     for seed in range(6):
@@ -106,7 +124,9 @@ def test_each_outcome_is_the_rules_engines_under_the_leave_one_out_choice(player
                 hands = sample_hands(start, unseen, needs, 5, rng)
                 candidates = np.array(sorted(start.legal)[:3], dtype=np.int64)
                 win, penalty = deep._playouts(start, config_, hands, candidates)
-                want_win, want_penalty, chose = _oracle(start, config_, hands, candidates, planner)
+                want_win, want_penalty, chose = _oracle(
+                    start, config_, hands, candidates, planner, top, by_penalty
+                )
                 np.testing.assert_allclose(win, want_win, atol=1e-12)
                 np.testing.assert_allclose(penalty, want_penalty, atol=1e-12)
                 checked, another = checked + 1, another + chose
