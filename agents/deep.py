@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.base import legal_actions
-from agents.search import MAX_STEPS, SearchAgent, win_chance
+from agents.search import MAX_STEPS, SearchAgent, top_actions, win_chance
 from odin_env.rules import Config, Game
 
 _PAD = 64
@@ -98,10 +98,9 @@ class DeepSearch(SearchAgent):
             values = None
         tried = []
         for i, row in enumerate(rows):
-            legal = legal_actions(masks[i])
-            if values is not None and legal.size > self.top:
-                legal = legal[np.argsort(-values[i, legal], kind="stable")[: self.top]]
-            tried.append(np.sort(legal[legal != seen.base[row]]))
+            mask = masks[i] if values is None else top_actions(values[i], masks[i], self.top)
+            legal = legal_actions(mask)  # ascending
+            tried.append(legal[legal != seen.base[row]])
         return tried
 
     def _play(

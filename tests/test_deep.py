@@ -36,12 +36,7 @@ def _oracle(game: Game, config: Config, hands: np.ndarray, candidates: np.ndarra
             play._decide()
             hand = play.hand_number
             play.apply(int(candidate))
-            while not play.is_over and play.hand_number == hand:
-                if play.current == 0 and len(play.legal) > 1:
-                    break
-                legal = play.legal
-                play.apply(legal[0] if len(legal) == 1 else planner.act(
-                    observe(play, play.current), play.legal_mask()))  # fmt: skip
+            _advance(play, hand, planner, to_own=True)
             if play.is_over or play.hand_number != hand:
                 win[w, c], penalty[w, c] = _ended(play, totals, config.threshold)
                 continue
@@ -69,11 +64,19 @@ def _oracle(game: Game, config: Config, hands: np.ndarray, candidates: np.ndarra
     return win, penalty, chose_another
 
 
-def _finish(play: Game, hand: int, planner, totals: np.ndarray, threshold: int):
+def _advance(play: Game, hand: int, planner, to_own: bool = False) -> None:
+    """``planner`` in every seat (forced decisions applied) until the hand ends, or with
+    ``to_own`` until the searcher's (seat 0) next decision with a choice."""
     while not play.is_over and play.hand_number == hand:
+        if to_own and play.current == 0 and len(play.legal) > 1:
+            return
         legal = play.legal
         play.apply(legal[0] if len(legal) == 1 else planner.act(
             observe(play, play.current), play.legal_mask()))  # fmt: skip
+
+
+def _finish(play: Game, hand: int, planner, totals: np.ndarray, threshold: int):
+    _advance(play, hand, planner)
     return _ended(play, totals, threshold)
 
 
