@@ -107,6 +107,24 @@ def test_with_top_only_the_networks_shortlist_is_searched_and_labelled(tmp_path)
     assert any(not np.array_equal(a, b) for a, b in zip(before, learner.prior.arrays.values()))
 
 
+def test_relative_targets_are_the_searchs_differences_at_the_networks_level(tmp_path):
+    """``relative``: the same searches, choices and shortlists; each decision's targets are the
+    plain ones shifted by one amount, to the network's mean value of the shortlist."""
+    obs, mask = _positions(40)
+    many = np.flatnonzero(mask.sum(axis=1) > 2)[:3]
+    plain = _learner(tmp_path / "plain", seed=7, top=2)
+    shifted = _learner(tmp_path / "shifted", seed=7, top=2, relative=True)
+    chosen = plain.expert(obs[many], mask[many])
+    assert np.array_equal(shifted.expert(obs[many], mask[many]), chosen)
+    values = shifted.prior.values(obs[many], mask[many])
+    assert len(shifted.labels) == len(plain.labels) == 3
+    for k, ((_, actions, raw), (_, same, targets)) in enumerate(zip(plain.labels, shifted.labels)):
+        assert np.array_equal(actions, same) and actions.size == 2
+        shift = targets - raw
+        assert np.allclose(shift, shift[0], atol=1e-6) and abs(shift[0]) > 1e-4
+        assert np.isclose(targets.mean(), values[k, actions].mean(), atol=1e-6)
+
+
 def test_a_teacher_labels_every_legal_action_with_its_values_and_plays_its_choice(tmp_path):
     """Distillation: with ``teacher`` the labels are the teacher model's values of every legal
     action (as it plays: here the bundled ensemble under its labellings), the seat plays the
@@ -239,6 +257,39 @@ def test_a_seeded_run_is_reproducible_and_its_player_plays_as_dmc(tmp_path):
     assert mask[0, player.act(obs[0], mask[0])] == 1
 
 
+def test_searches_on_workers_make_the_same_run_and_a_resume_may_change_their_count(tmp_path):
+    """``workers``: the searches of a batch run in other processes, and the checkpoint (weights,
+    optimizer, replay) is byte for byte the one a single process makes; ``--workers`` may
+    change on resume, and the run goes on."""
+    settings = {**SMALL, "top": 2, "relative": True, "replay": 64}
+    one, two = (
+        load_file(
+            str(
+                train(
+                    make_config(
+                        "exit",
+                        name=name,
+                        runs_dir=str(tmp_path),
+                        total_steps=32,
+                        workers=workers,
+                        **settings,
+                    )
+                )
+            )
+        )  # fmt: skip
+        for name, workers in (("one", 1), ("two", 2))
+    )
+    assert sorted(one) == sorted(two) and any(k.startswith("replay/") for k in one)
+    assert all(np.array_equal(one[k], two[k]) for k in one)
+    checkpoint = tmp_path / "two" / "checkpoint.safetensors"
+    before = checkpoint.read_bytes()
+    config = make_config("exit", name="two", runs_dir=str(tmp_path), total_steps=64, **settings)
+    assert train(config, resume=True)  # workers 1 now: the checkpoint does not hold them
+    assert checkpoint.read_bytes() != before
+    with pytest.raises(ValueError, match="workers run the searches of --algo exit; dmc has none"):
+        make_config("dmc", runs_dir=str(tmp_path), workers=2).check()
+
+
 def test_a_distillation_resumes_only_with_the_teacher_it_was_taught_by(tmp_path):
     """The checkpoint keeps the teacher file's sha256 (config.json names only its path): with
     another file at that path the resume refuses in one line and leaves the checkpoint as it
@@ -273,6 +324,10 @@ def test_a_distillation_resumes_only_with_the_teacher_it_was_taught_by(tmp_path)
         ({"replay": -1}, "replay must be an integer 0-1,000,000"),
         ({"replay": 2.5}, "replay must be an integer 0-1,000,000"),
         ({"top": -1}, "top must be an integer 0-3,634"),
+        ({"relative": True}, "the network's shortlist: it needs top (1 or more)"),
+        ({"relative": True, "top": 2, "teacher": str(BUNDLED_DMC)}, "and no teacher; got top 2"),
+        ({"workers": 0}, "workers must be an integer 1-1,024"),
+        ({"workers": 2, "teacher": str(BUNDLED_DMC)}, "leave workers at 1 with teacher; got"),
         ({"game": Config(reward="win")}, "exit needs reward penalty"),
         ({"teacher": "no/such.safetensors"}, "teacher: no DMC model at no/such.safetensors"),
         ({"teacher": str(BUNDLED_DMC.parent / "ppo_4p.safetensors")}, "teacher: cannot load DMC"),

@@ -104,8 +104,8 @@ def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
         "--resume",
         type=Path,
         metavar="RUN_DIR",
-        help="continue runs/NAME from its checkpoint (only --total-steps, --ray and --device may "
-        "change)",
+        help="continue runs/NAME from its checkpoint (only --total-steps, --ray, --device and "
+        "--workers may change)",
     )
     return p
 
@@ -147,12 +147,12 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
         config.check()
         return config, False
     config = read_config(args.resume)
-    changeable = ("total_steps", "ray", "device")
+    changeable = ("total_steps", "ray", "device", "workers")
     extra = sorted(k for k in {**game, **run, **section} if k not in changeable)
     if extra:
         raise TrainingError(
-            "--resume keeps the run's settings; only --total-steps, --ray (the cluster) and "
-            f"--device may change, got {extra}"
+            "--resume keeps the run's settings; only --total-steps, --ray (the cluster), "
+            f"--device and --workers may change, got {extra}"
         )
     for name in changeable:
         setattr(config, name, run.get(name, getattr(config, name)))

@@ -37,9 +37,9 @@ SOUP = "soup.safetensors"
 """The parameter average of the kept policies, written at the run's end."""
 EVALUATIONS = "evaluations.jsonl"
 OLD_CHECKPOINT = "checkpoint.zip"
-RESUMABLE_CHANGES = ("name", "runs_dir", "total_steps", "ray", "soup", "device")
+RESUMABLE_CHANGES = ("name", "runs_dir", "total_steps", "ray", "soup", "device", "workers")
 """Settings a checkpoint may differ in from config.json (a moved run, a new target, another
-Ray cluster, another device)."""
+Ray cluster, another device, another count of search workers)."""
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -44,7 +44,7 @@ RUN_LIMITS = {
     "total_steps": (0, MAX_STEPS), "snapshot_every": (1, MAX_STEPS),
     "checkpoint_every": (1, MAX_STEPS), "eval_every": (0, MAX_STEPS),
     "eval_deals": (1, 1_000_000), "torch_threads": (1, 1024), "selfplay_batch": (1, 65_536),
-    "actors": (1, 1024), "max_snapshots": (1, 1000), "soup": (0, 1000),
+    "actors": (1, 1024), "max_snapshots": (1, 1000), "soup": (0, 1000), "workers": (1, 1024),
 }  # fmt: skip
 """The range of each of the run's counts (0 where it means none or never): beyond them a run
 could not be held in memory or on disk, or would never end."""
@@ -94,6 +94,10 @@ class TrainConfig:
     resume. None: in this process."""
     actors: int = 1
     """Ray actors collecting rollouts, each on its own ``selfplay_batch`` games (with ``ray``)."""
+    workers: int = 1
+    """Processes that run the learner's searches in parallel, where its algorithm has them
+    (``exit``: each batch's searches); the run is the same for any count, which may change on
+    resume."""
     total_steps: int = 2_000_000
     """Learner decisions to train for (the step counter includes earlier, resumed steps; 0: the
     algorithm's warm start only)."""
@@ -148,6 +152,11 @@ class TrainConfig:
             require_ray()
         elif self.actors != 1:
             raise ValueError(f"actors run on Ray: add --ray [ADDRESS]; got actors {self.actors}")
+        if self.workers != 1 and not getattr(self.algo_config, "searches", False):
+            raise ValueError(
+                f"workers run the searches of --algo exit; {self.algo} has none: leave workers "
+                f"at 1; got {self.workers}"
+            )
         check_run_name(self.name)
         check = getattr(self.algo_config, "check", None)
         if check is not None:

@@ -9,7 +9,8 @@ choice, the search (:func:`agents.search.score_candidates`, from the observation
 ``rollouts`` playouts) scores every legal action: its mean penalty for the hand over the same
 sampled layouts; with ``top``, only the ``top`` candidates the network values most at the start
 of the update are searched and labelled (as ``search:N:net`` searches its prior's shortlist), so
-each gets more of the playouts. The seat plays the search's choice (or, with chance
+each gets more of the playouts, and with ``relative`` their targets keep the search's differences
+but take the network's level. The seat plays the search's choice (or, with chance
 ``epsilon``, a uniformly random legal action), and each update regresses ``Q(o, a)`` of every
 searched candidate onto minus its mean penalty (``horizon`` hand: soft targets, in the units of
 DMC's hand returns, so a DMC model is a warm start, ``--init``) or onto its mean win chance
@@ -49,6 +50,7 @@ from agents.search import score_candidates, top_actions
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS
 from odin_lab.evaluation.provenance import sha256
+from odin_lab.evaluation.workers import Workers
 from odin_lab.training.config import TrainConfig, check_count
 from odin_lab.training.dmc import (
     DMCLearner,
@@ -92,6 +94,13 @@ class ExItConfig(QNetworkSettings):
     top: int = 0
     """Candidates searched and labelled at a decision: the network's ``top`` highest valued
     (0: every legal action). The rollouts are shared among these only."""
+    relative: bool = False
+    """With ``top``: each decision's targets are shifted so that their mean is the network's mean
+    value of its shortlist at the start of the update. The search then teaches the order and the
+    gaps within the shortlist, not their level: the search's outcomes run above or below the
+    network's values (its playouts are continued by another player, in sampled layouts), and
+    unshifted they lift the shortlist above the legal actions left off it, or sink it below them,
+    which keep their values."""
     replay: int = 0
     """Labelled decisions kept for the fit, the latest (0: an update fits its own only). Each
     update then draws as many minibatches as epochs passes over its own labels would take,
@@ -112,6 +121,8 @@ class ExItConfig(QNetworkSettings):
     # Not settings: the actors' returns are DMC's (logged, not learned).
     gamma = 1.0
     game_loss = 0.0
+    searches = True
+    """The run's ``workers`` run the searches (:class:`odin_lab.training.config.TrainConfig`)."""
 
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first bad setting."""
@@ -121,6 +132,16 @@ class ExItConfig(QNetworkSettings):
         check_count("replay", self.replay, 0, MAX_REPLAY)
         check_count("top", self.top, 0, NUM_ACTIONS)
         check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
+        if run.workers != 1 and self.teacher:
+            raise ValueError(
+                f"workers run the searches, and a teacher labels instead: leave workers at 1 "
+                f"with teacher; got workers {run.workers}"
+            )
+        if self.relative and (not self.top or self.teacher):
+            raise ValueError(
+                "relative shifts the targets of the network's shortlist: it needs top (1 or "
+                f"more) and no teacher; got top {self.top}, teacher {self.teacher or 'none'}"
+            )
         if self.horizon not in LABEL_HORIZONS:
             raise ValueError(
                 f"horizon must be one of {', '.join(LABEL_HORIZONS)}; got {self.horizon!r}"
@@ -152,6 +173,16 @@ class ExItConfig(QNetworkSettings):
                 )
 
 
+def _search(task: tuple) -> list:
+    """The search's scores of each ``(observation, searched, seed)`` of ``task`` (playout
+    policy, rollouts, those rows): a worker's job, and the same in the learner's process."""
+    policy, rollouts, rows = task
+    return [
+        score_candidates(o, searched, rollouts=rollouts, seed=seed, policy=policy)
+        for o, searched, seed in rows
+    ]
+
+
 class ExItLearner(DMCLearner):
     """Expert iteration on DMC's network and actors (see the module docstring). Its player is a
     DMC model (``kind`` ``dmc``: played as ``dmc:PATH``)."""
@@ -172,7 +203,14 @@ class ExItLearner(DMCLearner):
             spawn_seed(self.config.seed, GAMES_STREAM, self.steps, LABELS)
         )
         self.teacher = DMCAgent.load(self.settings.teacher) if self.settings.teacher else None
+        self.workers = Workers(self.config.workers) if self.config.workers > 1 else None
         self._renew_playout()
+
+    def close(self) -> None:
+        if getattr(self, "workers", None) is not None:
+            self.workers.terminate()  # nothing is pending between batches; at once on Ctrl-C
+            self.workers = None
+        super().close()
 
     def _renew_playout(self) -> None:
         settings = self.settings
@@ -198,6 +236,7 @@ class ExItLearner(DMCLearner):
         if self.prior is not None and choice.size:
             values = np.full(mask.shape, -np.inf, dtype=np.float32)
             values[choice] = self.prior.values(obs[choice], mask[choice])
+        rows = []  # (row, what is searched, the search's seed), seeds drawn in row order
         for k in range(len(obs)):
             legal = np.flatnonzero(mask[k])
             if legal.size == 1:
@@ -206,12 +245,18 @@ class ExItLearner(DMCLearner):
             searched = (
                 mask[k] if values is None else top_actions(values[k], mask[k], self.settings.top)
             )
-            scores = score_candidates(
-                obs[k], searched, rollouts=self.settings.rollouts,
-                seed=int(self.seeds.integers(2**63)), policy=self.playout,
-            )  # fmt: skip
+            rows.append((k, searched, int(self.seeds.integers(2**63))))
+        size = max(1, -(-len(rows) // self.config.workers))  # one part per worker at most
+        tasks = [
+            (self.playout, self.settings.rollouts, [(obs[k], m, seed) for k, m, seed in part])
+            for part in (rows[i : i + size] for i in range(0, len(rows), size))
+        ]
+        found = self.workers.imap(_search, tasks) if self.workers else map(_search, tasks)
+        for (k, _, _), scores in zip(rows, (s for part in found for s in part), strict=True):
             won = self.settings.horizon == "win"
             targets = (scores.win if won else -scores.penalty).astype(np.float32)
+            if self.settings.relative:  # the search's differences at the network's level
+                targets += values[k, scores.actions].mean() - targets.mean()
             self.labels.append((obs[k].copy(), scores.actions.astype(np.int64), targets))
             out[k] = scores.best
         return out
