@@ -262,23 +262,14 @@ def test_searches_on_workers_make_the_same_run_and_a_resume_may_change_their_cou
     optimizer, replay) is byte for byte the one a single process makes; ``--workers`` may
     change on resume, and the run goes on."""
     settings = {**SMALL, "top": 2, "relative": True, "replay": 64}
-    one, two = (
-        load_file(
-            str(
-                train(
-                    make_config(
-                        "exit",
-                        name=name,
-                        runs_dir=str(tmp_path),
-                        total_steps=32,
-                        workers=workers,
-                        **settings,
-                    )
-                )
-            )
-        )  # fmt: skip
-        for name, workers in (("one", 1), ("two", 2))
-    )
+
+    def run(name: str, workers: int) -> dict[str, np.ndarray]:
+        config = make_config(
+            "exit", name=name, runs_dir=str(tmp_path), total_steps=32, workers=workers, **settings
+        )
+        return load_file(str(train(config)))
+
+    one, two = run("one", workers=1), run("two", workers=2)
     assert sorted(one) == sorted(two) and any(k.startswith("replay/") for k in one)
     assert all(np.array_equal(one[k], two[k]) for k in one)
     checkpoint = tmp_path / "two" / "checkpoint.safetensors"

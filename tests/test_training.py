@@ -149,6 +149,17 @@ def test_bad_model_files_give_clear_errors(tmp_path):
         PPOAgent.load(old)
 
 
+def test_a_resume_that_changes_a_kept_setting_is_refused_naming_those_that_may(tiny_run):
+    checkpoint = (tiny_run / "checkpoint.safetensors").read_bytes()
+    done = run_train("--resume", str(tiny_run), "--learning-rate", "0.1", timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "learning_rate" in lines[0], done.stderr
+    assert all(f in lines[0] for f in ("--total-steps", "--ray", "--device", "--workers"))
+    assert "--soup" not in lines[0] and "--name" not in lines[0]
+    assert (tiny_run / "checkpoint.safetensors").read_bytes() == checkpoint
+
+
 def test_resume_of_a_directory_without_a_run_is_refused(tmp_path):
     done = run_train("--resume", str(tmp_path), timeout=120)
     assert done.returncode == 2 and "no config.json" in done.stderr

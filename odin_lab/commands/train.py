@@ -42,6 +42,7 @@ from odin_lab.training import (
     read_config,
     train,
 )
+from odin_lab.training.checkpoints import RESUMABLE_CHANGES
 from odin_lab.training.config import DEFAULT_ALGO, check_run_name, run_fields
 
 PROG = cli.program("train.py")
@@ -131,6 +132,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 GAME_FIELDS = [name for name in Config.__dataclass_fields__ if name != "seed"]
+RESUMABLE_FLAGS = [n for n in RESUMABLE_CHANGES if n not in ("name", "runs_dir", "soup")]
+"""The settings ``--resume`` lets a flag change: those a checkpoint may differ in, less the
+run's name and folder (``--resume`` names them) and ``soup`` (kept as the run began)."""
 
 
 def _section_fields(algo: str) -> list[str]:
@@ -147,14 +151,13 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
         config.check()
         return config, False
     config = read_config(args.resume)
-    changeable = ("total_steps", "ray", "device", "workers")
-    extra = sorted(k for k in {**game, **run, **section} if k not in changeable)
+    extra = sorted(k for k in {**game, **run, **section} if k not in RESUMABLE_FLAGS)
     if extra:
         raise TrainingError(
-            "--resume keeps the run's settings; only --total-steps, --ray (the cluster), "
-            f"--device and --workers may change, got {extra}"
+            "--resume keeps the run's settings; only "
+            f"{', '.join(map(cli.flag, RESUMABLE_FLAGS))} may change, got {extra}"
         )
-    for name in changeable:
+    for name in RESUMABLE_FLAGS:
         setattr(config, name, run.get(name, getattr(config, name)))
     config.runs_dir, config.name = str(args.resume.parent), args.resume.name
     return config, True

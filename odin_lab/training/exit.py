@@ -173,7 +173,7 @@ class ExItConfig(QNetworkSettings):
                 )
 
 
-def _search(task: tuple) -> list:
+def search_rows(task: tuple) -> list:
     """The search's scores of each ``(observation, searched, seed)`` of ``task`` (playout
     policy, rollouts, those rows): a worker's job, and the same in the learner's process."""
     policy, rollouts, rows = task
@@ -251,9 +251,9 @@ class ExItLearner(DMCLearner):
             (self.playout, self.settings.rollouts, [(obs[k], m, seed) for k, m, seed in part])
             for part in (rows[i : i + size] for i in range(0, len(rows), size))
         ]
-        found = self.workers.imap(_search, tasks) if self.workers else map(_search, tasks)
+        found = self.workers.imap(search_rows, tasks) if self.workers else map(search_rows, tasks)
+        won = self.settings.horizon == "win"
         for (k, _, _), scores in zip(rows, (s for part in found for s in part), strict=True):
-            won = self.settings.horizon == "win"
             targets = (scores.win if won else -scores.penalty).astype(np.float32)
             if self.settings.relative:  # the search's differences at the network's level
                 targets += values[k, scores.actions].mean() - targets.mean()
