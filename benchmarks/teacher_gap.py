@@ -7,8 +7,8 @@ each once more, with an independent seed (the run's ``playout`` and ``rollouts``
 of those taken is seeded ``spawn_seed(seed, k)``). A choice among a decision's candidates is
 then scored by those fresh labels: its *regret*, the fresh mean penalty for the hand of the
 candidate chosen less that of the fresh best (``regret``, penalty points, 0 at best), and the
-same in win chance (``regret_win``). The fresh labels are independent of the kept ones, so the
-teacher's own choice is scored without its own noise. Rows, printed and written to
+same in win chance (``regret_chance``, 0-1). The fresh labels are independent of the kept
+ones, so the teacher's own choice is scored without its own noise. Rows, printed and written to
 ``--out``/teacher_gap.json (with a plot, teacher_gap.png):
 
 - ``labels``: the candidate the run's kept labels rank first (the teacher);
@@ -89,6 +89,14 @@ def kept_decisions(run: Path, last: int) -> tuple[dict, list[tuple[np.ndarray, .
     return {"playout": settings.playout, "rollouts": settings.rollouts}, kept[-last:]
 
 
+def candidate_mask(candidates: np.ndarray) -> np.ndarray:
+    """The action mask whose legal actions are ``candidates``: what the search and the players
+    are given."""
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask[candidates] = 1
+    return mask
+
+
 def relabel(
     decisions: list[tuple[np.ndarray, ...]], playout: str, rollouts: int, seed: int, workers: int
 ) -> list:
@@ -96,9 +104,7 @@ def relabel(
     ``k`` seeded ``spawn_seed(seed, k)``, on ``workers`` processes (the same for any count)."""
     rows = []
     for k, (obs, candidates, _) in enumerate(decisions):
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        mask[candidates] = 1
-        rows.append((obs, mask, spawn_seed(seed, k)))
+        rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k)))
     tasks = [(playout, rollouts, rows[i : i + PART]) for i in range(0, len(rows), PART)]
     found = []
     with tqdm(total=len(rows), desc="searches", unit="decision") as bar:
@@ -117,12 +123,11 @@ def relabel(
 def choices(decisions: list, players: dict[str, object]) -> dict[str, list[int]]:
     """Each chooser's pick (an index into the decision's candidates): ``labels``, then each
     player's; ``ValueError`` (one line) for a player that picks outside the candidates (one
-    that does not keep to the mask it is given, as the heuristics do not)."""
+    that does not keep to the mask it is given, as ``planner`` does not)."""
     picks: dict[str, list[int]] = {"labels": [], **{name: [] for name in players}}
     for obs, candidates, labels in decisions:
         picks["labels"].append(int(np.argmax(labels)))
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        mask[candidates] = 1
+        mask = candidate_mask(candidates)
         for name, player in players.items():
             action = player.act(obs, mask)
             found = np.flatnonzero(candidates == action)
@@ -140,9 +145,7 @@ def kind(observation: np.ndarray, candidates: np.ndarray) -> str:
     """What a decision is: ``lead`` (an empty table), ``follow or pass`` (a combo to beat, pass
     among the candidates), ``follow`` (pass not among them) or ``take`` (the card to take after
     beating a combo)."""
-    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-    mask[candidates] = 1
-    seen = see(observation, mask)
+    seen = see(observation, candidate_mask(candidates))
     if seen.take:
         return "take"
     if not seen.table:
@@ -173,7 +176,7 @@ def regrets(
     rows, grouped = [], {f"by_{key}": [] for key in groups}
     for name, values in loss.items():
         row = {"chooser": name, **_mean("regret", values)}
-        row.update(_mean("regret_win", np.array(loss_win[name])))
+        row.update(_mean("regret_chance", np.array(loss_win[name])))
         if name in players:
             row.update(_mean("minus_labels", values - loss["labels"]))
         if name in players[1:]:  # against the first player, on the same decisions

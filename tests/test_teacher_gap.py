@@ -80,7 +80,7 @@ def test_regrets_are_the_fresh_searchs_losses_of_each_pick(run):
     assert at_four[0]["decisions"] == 2
     assert at_four[0]["regret"] == pytest.approx(np.mean(np.array(want["lowest"])[sizes == 4]))
     assert rows["labels"]["share_agreeing"] == 1.0
-    assert all(rows[n]["regret_win"] >= 0 for n in rows)
+    assert all(rows[n]["regret_chance"] >= 0 for n in rows)
 
 
 def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
