@@ -120,7 +120,7 @@ def test_bad_input_is_one_line_and_exit_2(run, args, named, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
-def test_a_run_that_is_not_expert_iteration_with_a_replay_is_refused(run, tmp_path, capsys):
+def test_a_run_not_of_expert_iteration_or_labelled_by_a_network_is_refused(run, tmp_path, capsys):
     config = json.loads((run / "config.json").read_text())
     other = tmp_path / "other"
     other.mkdir()
