@@ -48,7 +48,7 @@ from odin_lab.cli import shell_command
 from odin_lab.evaluation.workers import Workers
 from odin_lab.training import TrainingError, read_config
 from odin_lab.training.checkpoints import CHECKPOINT, load_checkpoint
-from odin_lab.training.exit import LEARNER_PLAYOUT, search_rows
+from odin_lab.training.exit import LEARNER_PLAYOUT, kept_labels, search_rows
 
 PART = 25
 """Decisions a worker searches at a time."""
@@ -75,17 +75,10 @@ def kept_decisions(run: Path, last: int) -> tuple[dict, list[tuple[np.ndarray, .
     tensors, _, _ = load_checkpoint(run, config)
     if "replay/obs" not in tensors:
         raise TrainingError(f"--run {run}'s {CHECKPOINT} keeps no labels: it ran without --replay")
-    sizes = tensors["replay/sizes"].astype(np.int64)
-    ends = np.cumsum(sizes)
-    kept = [
-        (
-            tensors["replay/obs"][k],
-            tensors["replay/actions"][e - n : e],
-            tensors["replay/targets"][e - n : e],
-        )
-        for k, (n, e) in enumerate(zip(sizes, ends))
-        if n > 1
-    ]
+    try:
+        kept = [decision for decision in kept_labels(tensors) if len(decision[1]) > 1]
+    except ValueError as error:
+        raise TrainingError(f"--run {run}'s {CHECKPOINT}: {error}") from None
     return {"playout": settings.playout, "rollouts": settings.rollouts}, kept[-last:]
 
 

@@ -46,6 +46,11 @@ from odin_lab.training.checkpoints import RESUMABLE_CHANGES
 from odin_lab.training.config import DEFAULT_ALGO, check_run_name, run_fields
 
 PROG = cli.program("train.py")
+RESUMABLE_FLAGS = [n for n in RESUMABLE_CHANGES if n not in ("name", "runs_dir", "soup")]
+"""The settings ``--resume`` lets a flag change: those a checkpoint may differ in, less the
+run's name and folder (``--resume`` names them) and ``soup`` (kept as the run began)."""
+CHANGEABLE = ", ".join(map(cli.flag, RESUMABLE_FLAGS))
+"""Their flags, as the help and the refusal name them."""
 
 
 def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
@@ -105,8 +110,7 @@ def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
         "--resume",
         type=Path,
         metavar="RUN_DIR",
-        help="continue runs/NAME from its checkpoint (only --total-steps, --ray, --device and "
-        "--workers may change)",
+        help=f"continue runs/NAME from its checkpoint (only {CHANGEABLE} may change)",
     )
     return p
 
@@ -132,9 +136,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 GAME_FIELDS = [name for name in Config.__dataclass_fields__ if name != "seed"]
-RESUMABLE_FLAGS = [n for n in RESUMABLE_CHANGES if n not in ("name", "runs_dir", "soup")]
-"""The settings ``--resume`` lets a flag change: those a checkpoint may differ in, less the
-run's name and folder (``--resume`` names them) and ``soup`` (kept as the run began)."""
 
 
 def _section_fields(algo: str) -> list[str]:
@@ -154,8 +155,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     extra = sorted(k for k in {**game, **run, **section} if k not in RESUMABLE_FLAGS)
     if extra:
         raise TrainingError(
-            "--resume keeps the run's settings; only "
-            f"{', '.join(map(cli.flag, RESUMABLE_FLAGS))} may change, got {extra}"
+            f"--resume keeps the run's settings; only {CHANGEABLE} may change, got {extra}"
         )
     for name in RESUMABLE_FLAGS:
         setattr(config, name, run.get(name, getattr(config, name)))

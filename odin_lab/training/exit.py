@@ -376,21 +376,24 @@ class ExItLearner(DMCLearner):
             )
         super().load_checkpoint(tensors, run)
         self.kept.clear()
-        if "replay/obs" in tensors:
-            sizes = np.array(tensors["replay/sizes"])
-            ends = np.cumsum(sizes)
-            actions, targets = (
-                np.array(tensors["replay/actions"]),
-                np.array(tensors["replay/targets"]),
-            )
-            observations = np.array(tensors["replay/obs"])
-            if not (
-                len(observations) == len(sizes) and sizes.sum() == len(actions) == len(targets)
-            ):
-                raise ValueError("the replay's observations, candidates and targets disagree")
-            for k, obs in enumerate(observations):
-                span = slice(ends[k] - sizes[k], ends[k])
-                self.kept.append((obs, actions[span], targets[span]))
+        self.kept.extend(kept_labels(tensors))
 
 
-__all__ = ["ExItConfig", "ExItLearner"]
+def kept_labels(tensors: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The labelled decisions a checkpoint's replay keeps, oldest first: ``(observation,
+    candidates, targets)`` (none without a replay); ``ValueError`` when its tensors disagree."""
+    if "replay/obs" not in tensors:
+        return []
+    sizes = np.array(tensors["replay/sizes"])
+    actions, targets = np.array(tensors["replay/actions"]), np.array(tensors["replay/targets"])
+    observations = np.array(tensors["replay/obs"])
+    if not (len(observations) == len(sizes) and sizes.sum() == len(actions) == len(targets)):
+        raise ValueError("the replay's observations, candidates and targets disagree")
+    ends = np.cumsum(sizes)
+    return [
+        (obs, actions[end - size : end], targets[end - size : end])
+        for obs, size, end in zip(observations, sizes, ends)
+    ]
+
+
+__all__ = ["ExItConfig", "ExItLearner", "kept_labels", "search_rows"]
