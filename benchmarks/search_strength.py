@@ -21,6 +21,12 @@ seat is where it truly is with chance P, and the other unseen cards are laid out
 the places left; so its worlds place a known share of the hidden cards right, and the win share
 it reaches says what an inference of that accuracy (``layout_inference.py``'s placement) could
 be worth.
+
+``--others SPEC`` has another player (any spec with a batched form: a network, a linear player)
+play the other seats of the search's playouts, in place of ``planner``; the searcher's own seat
+of the playouts stays as the budget's spec makes it. It asks whether a search that models the
+table with another player, or with the very player it meets, wins more against it. Its parts and
+rows are its own.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.files import write_atomic
-from agents.registry import check_spec, make
+from agents.registry import check_spec, has_batch_form, make, make_batch_agent
 from odin_env.rules import Config
 from odin_lab.cli import shell_command
 from odin_lab.evaluation.stats import seat_shares, wilson
@@ -124,9 +130,18 @@ def _sees_suffix(sees: float) -> str:
     return "_sees_all" if sees == 1.0 else f"_sees_{sees:g}" if sees else ""
 
 
+def model_others(search, others: str) -> None:
+    """``search``'s playouts with ``others`` (a spec with a batched form) in the other seats,
+    its own seat played as before (``own``, else the playout policy)."""
+    own = search.own if search.own is not None else search.policy
+    search.policy, search.own = make_batch_agent(others, seed=0), own
+
+
 def _part(args: tuple) -> tuple[list, list[float]]:
-    spec, opponent, players, threshold, deals, seed, sees = args
+    spec, opponent, players, threshold, deals, seed, sees, others = args
     search = make(spec)
+    if others:
+        model_others(search, others)
     watch = _SeesAll(search, sees).watch if sees else None
     searcher = _Timed(search)
     table = [searcher] + [make(opponent) for _ in range(players - 1)]
@@ -135,8 +150,21 @@ def _part(args: tuple) -> tuple[list, list[float]]:
     return records, searcher.times
 
 
-def _part_path(out: Path, spec: str, part: range, sees: float = 0.0) -> Path:
+def _others_setting(others: str | None) -> dict:
+    return {"others": others} if others else {}
+
+
+def _others_label(others: str | None) -> str:
+    return f" (others played out by {others})" if others else ""
+
+
+def _part_path(
+    out: Path, spec: str, part: range, sees: float = 0.0, others: str | None = None
+) -> Path:
     folder = spec.replace(":", "_") + _sees_suffix(sees)
+    if others:
+        # A path in a spec becomes part of a folder name: only its file's stem is kept.
+        folder += "_others_" + "_".join(Path(piece).stem for piece in others.split(":"))
     return out / "parts" / folder / f"deals-{part.start}-{part.stop - 1}.json"
 
 
@@ -158,25 +186,27 @@ def _read_part(path: Path, settings: dict, games: int) -> tuple[list, list[float
 
 
 def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
-            workers: int, start: int = 0, out: Path | None = None,
-            resume: bool = False, sees: float = 0.0) -> dict:  # fmt: skip
+            workers: int, start: int = 0, out: Path | None = None, resume: bool = False,
+            sees: float = 0.0, others: str | None = None) -> dict:  # fmt: skip
     """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
     shared), interval, penalty and timings. ``out``: each finished part is written there
     (atomically); ``resume``: the parts found there are read, not played; ``sees``: the share
     of the hidden cards the search's worlds place where they truly are (:class:`_SeesAll`; 0:
-    none, as it plays)."""
+    none, as it plays); ``others``: the spec that plays the other seats of its playouts
+    (:func:`model_others`; ``None``: as the budget's spec says)."""
     stop = start + deals
     parts = [range(lo, min(lo + PART, stop)) for lo in range(start, stop, PART)]
     settings = {"agent": spec, "opponent": opponent, "players": players, "threshold": threshold,
-                "seed": seed, **_sees_setting(sees)}  # fmt: skip
+                "seed": seed, **_sees_setting(sees), **_others_setting(others)}  # fmt: skip
     found = {}
     if resume and out is not None:
         for part in parts:
-            kept = _read_part(_part_path(out, spec, part, sees), settings, len(part) * players)
+            path = _part_path(out, spec, part, sees, others)
+            kept = _read_part(path, settings, len(part) * players)
             if kept is not None:
                 found[part] = kept
     todo = [part for part in parts if part not in found]
-    jobs = [(spec, opponent, players, threshold, part, seed, sees) for part in todo]
+    jobs = [(spec, opponent, players, threshold, part, seed, sees, others) for part in todo]
     with ProcessPoolExecutor(workers) as pool, tqdm(total=deals, unit="deal", desc=spec) as bar:
         bar.update(sum(len(part) for part in found))
         for part, result in zip(todo, pool.map(_part, jobs)):
@@ -185,7 +215,8 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
                 records, times = result
                 payload = {"settings": settings, "records": [r.to_dict() for r in records],
                            "times": times}  # fmt: skip
-                write_atomic(_part_path(out, spec, part, sees), json.dumps(payload).encode())
+                path = _part_path(out, spec, part, sees, others)
+                write_atomic(path, json.dumps(payload).encode())
             bar.update(len(part))
     results = [found[part] for part in parts]
     records = [r for part, _ in results for r in part]
@@ -195,7 +226,7 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     hands = sum(len(r.hands) for r in records)
     penalty = sum(h[r.agents.index(0)] for r in records for h in r.hands) / hands
     return {
-        "agent": spec + _sees_label(sees), "opponent": opponent,
+        "agent": spec + _sees_label(sees) + _others_label(others), "opponent": opponent,
         "players": players, "games": len(records),
         "win_share": wins / len(records), "ci_low": low, "ci_high": high,
         "penalty_per_hand": penalty, "median_ms": float(np.median(times)),
@@ -227,6 +258,11 @@ def main() -> None:
         "--see-share", type=float, metavar="P",
         help="each hidden card where it truly is with chance P (0 < P < 1) in each world",
     )  # fmt: skip
+    p.add_argument(
+        "--others", metavar="SPEC",
+        help="the player of the other seats in the search's playouts (a spec with a batched "
+        "form; default: the spec's own, planner)",
+    )  # fmt: skip
     args = p.parse_args()
     if args.see_share is not None and not 0 < args.see_share < 1:
         p.error(f"--see-share must be a chance between 0 and 1 (exclusive); got {args.see_share}")
@@ -238,6 +274,8 @@ def main() -> None:
             check_spec(spec)
         except ValueError as error:
             p.error(str(error))
+    if args.others:
+        _check_others(p, args.others, args.budgets)
     rows = []
     print(
         f"search vs {args.players - 1} x {args.opponent}, {args.players} players, threshold "
@@ -248,7 +286,7 @@ def main() -> None:
         try:
             row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
                           args.deals, args.seed, args.workers, args.start, args.out,
-                          args.resume, args.sees)  # fmt: skip
+                          args.resume, args.sees, args.others)  # fmt: skip
         except ValueError as error:
             p.exit(2, f"{p.prog}: error: {error}\n")
         rows.append(row)
@@ -260,6 +298,23 @@ def main() -> None:
             flush=True,
         )
     _write(rows, args)
+
+
+def _check_others(p: argparse.ArgumentParser, others: str, budgets: list[str]) -> None:
+    """Exit 2 (one line) unless ``others`` can play the other seats of every budget's
+    playouts: a spec with a batched form, and no budget whose playouts another option sets."""
+    try:
+        batched = has_batch_form(others)
+    except ValueError as error:
+        p.error(f"--others: {error}")
+    if not batched:
+        p.error(f"--others {others!r} has no batched form; allowed: any spec with one (planner, "
+                "shaper, greedy, random, dmc, dmc:PATH, linear, linear:PATH, ...)")  # fmt: skip
+    for budget in budgets:
+        taken = [o for o in ("netplay", "post") if o in budget.split(":")]
+        if taken:
+            p.error(f"--others and :{taken[0]} (search:{budget}) each set the playouts' other "
+                    "seats: give one of them")  # fmt: skip
 
 
 def _write(rows: list[dict], args: argparse.Namespace) -> None:
@@ -275,6 +330,7 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         "deals": f"{args.start}-{args.start + args.deals - 1}",
         "seed": args.seed,
         **_sees_setting(args.sees),
+        **_others_setting(args.others),
     }
     command = shell_command("benchmarks/search_strength.py")
     report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)

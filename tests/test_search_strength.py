@@ -120,9 +120,12 @@ def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path
 @pytest.mark.parametrize(
     "bad,message",
     [(["--see-share", "1.5"], "--see-share must be a chance between 0 and 1"),
-     (["--see-share", "0.5", "--see-all"], "give one of them")],
+     (["--see-share", "0.5", "--see-all"], "give one of them"),
+     (["--others", "nobody"], "--others: unknown agent spec 'nobody'"),
+     (["--others", "search:8"], "has no batched form"),
+     (["--others", "greedy", "--budgets", "4:netplay"], "each set the playouts' other seats")],
 )  # fmt: skip
-def test_bad_see_share_is_one_line_and_exit_2(bad, message, tmp_path):
+def test_bad_see_share_or_others_is_one_line_and_exit_2(bad, message, tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
          "--deals", "1", "--out", str(tmp_path / "out"), *bad],
@@ -163,3 +166,39 @@ def test_see_share_keeps_that_share_of_the_hidden_cards_in_their_seats_and_deals
         left = sum(n * n * (1 - share) for n in needs) / hidden / (unseen.size - share * hidden)
         expected = share + (1 - share) * left
         assert abs(right.mean() - expected) < 0.03, (share, right.mean(), expected)
+
+
+def test_others_plays_the_other_seats_of_the_playouts_and_the_own_seat_as_before(tmp_path):
+    """``--others SPEC`` (:func:`model_others`): the playouts' other seats are SPEC's, the
+    searcher's own seat stays the spec's (``planner``, or the network with ``:netself``); its
+    rows and parts are its own."""
+    from agents.dmc import DMCAgent
+    from agents.registry import make
+    from agents.search import SearchAgent
+    from odin_env.observation import observe
+    from odin_env.rules import Config, Game
+
+    game = Game(Config(players=4), seed=3)
+    for _ in range(6):
+        game.play_forced()
+        game.apply(min(game.legal))
+    game.play_forced()
+    obs, mask = observe(game, game.current), game.legal_mask()
+    assert mask.sum() > 2
+    search = make("search:64", seed=4)
+    search_strength.model_others(search, "greedy")
+    split = search.evaluate(obs, mask).win
+    reference = SearchAgent(seed=4, rollouts=64, policy="greedy", own="planner")
+    np.testing.assert_array_equal(split, reference.evaluate(obs, mask).win)
+    assert not np.array_equal(split, make("search:64", seed=4).evaluate(obs, mask).win)
+    netself = make("search:8:net:netself:one")
+    search_strength.model_others(netself, "shaper")
+    assert isinstance(netself.own, DMCAgent) and not isinstance(netself.policy, DMCAgent)
+
+    row = search_strength.measure("search:4", "greedy", 3, 15, deals=1, seed=7, workers=1,
+                                  out=tmp_path, others="random")  # fmt: skip
+    assert row["agent"] == "search:4 (others played out by random)" and row["games"] == 3
+    [folder] = (tmp_path / "parts").iterdir()
+    assert folder.name == "search_4_others_random"
+    part = json.loads(next(folder.iterdir()).read_text())
+    assert part["settings"]["others"] == "random"
