@@ -25,6 +25,17 @@ points a decision) and to that of the first player (a student against its start,
     python benchmarks/teacher_gap.py --run runs/exit_s512 --decisions 3000 --seed 20261435 \\
         --players dmc:agents/models/dmc_one.safetensors dmc --workers 2
 
+Without a run (whose replay lives only as long as its folder), ``--games SPEC ...`` draws the
+decisions from seeded games of those players, one per seat (:func:`game_decisions`): the first
+spec's decisions with two legal actions or more, each cut to the ``--top`` legal actions the
+bundled one-pass network ``dmc_one`` values most (the shortlist of ``search:N:net:one``), and
+labelled by a search of its own (``--playout``, ``--rollouts``; decision ``k`` seeded
+``spawn_seed(seed, k, 1)``), independent of the fresh one. The teacher is then
+``search:N:net:one`` itself:
+
+    python benchmarks/teacher_gap.py --games dmc planner planner planner --decisions 3000 \\
+        --seed 20261439 --players dmc:agents/models/dmc_one.safetensors dmc --workers 2
+
 The same seed gives the same figures for any ``--workers``.
 """
 
@@ -38,13 +49,19 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from agents.base import legal_actions
+from agents.dmc import BUNDLED_DMC_ONE, DMCAgent
 from agents.files import write_atomic
 from agents.hand import see
-from agents.registry import check_spec, make
+from agents.heuristics import HEURISTICS
+from agents.registry import SEARCH_MAX_ROLLOUTS, check_spec, make
+from agents.search import ROLLOUTS, TOP, top_actions
 from odin_env.observation import views
+from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS, PASS
 from odin_lab.cli import shell_command
+from odin_lab.evaluation.tournament import play_deals
 from odin_lab.evaluation.workers import Workers
 from odin_lab.training import TrainingError, read_config
 from odin_lab.training.checkpoints import CHECKPOINT, load_checkpoint
@@ -82,6 +99,54 @@ def kept_decisions(run: Path, last: int) -> tuple[dict, list[tuple[np.ndarray, .
     return {"playout": settings.playout, "rollouts": settings.rollouts}, kept[-last:]
 
 
+class _Recorder:
+    """A player that keeps every observation and mask it is asked to act on with two legal
+    actions or more, until it holds ``most``."""
+
+    def __init__(self, agent, most: int):
+        self.agent, self.name, self.most, self.seen = agent, agent.name, most, []
+
+    def reset(self, seat: int, seed: int | None = None) -> None:
+        self.agent.reset(seat, seed)
+
+    def act(self, observation, mask) -> int:
+        if np.count_nonzero(mask) > 1 and len(self.seen) < self.most:
+            self.seen.append((observation.copy(), mask.copy()))
+        return self.agent.act(observation, mask)
+
+
+DEALS_AT_ONCE = 25
+"""Deals played between checks of whether enough decisions are drawn."""
+
+
+def game_decisions(
+    specs: list[str], most: int, seed: int, top: int, playout: str, rollouts: int, workers: int
+) -> list[tuple[np.ndarray, ...]]:
+    """``most`` decisions of the first of ``specs`` (one per seat, rotated seats) in the games
+    of seed ``seed`` with two legal actions or more, in the order played: ``(observation,
+    candidates, labels)``. The candidates: the ``top`` legal actions the bundled ``dmc_one``
+    values most (ties: the lower action; ``0``: every legal one); the labels: minus each
+    candidate's mean penalty for the hand, by a search (``playout``, ``rollouts``) of decision
+    ``k`` seeded ``spawn_seed(seed, k, 1)``."""
+    agents = [make(spec) for spec in specs]
+    recorder = _Recorder(agents[0], most)
+    table, config, start = [recorder, *agents[1:]], Config(players=len(specs)), 0
+    while len(recorder.seen) < most:
+        play_deals(table, config, range(start, start + DEALS_AT_ONCE), seed=seed, engine="single")
+        start += DEALS_AT_ONCE
+    shortlist = DMCAgent.load(BUNDLED_DMC_ONE) if top else None
+    drawn = []
+    for obs, mask in recorder.seen:
+        if shortlist is not None and np.count_nonzero(mask) > top:
+            mask = top_actions(shortlist.values(obs[None], mask[None])[0], mask, top)
+        drawn.append((obs, legal_actions(mask), None))
+    teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,))
+    return [
+        (obs, candidates, -scores.penalty[np.searchsorted(scores.actions, candidates)])
+        for (obs, candidates, _), scores in zip(drawn, teacher, strict=True)
+    ]
+
+
 def candidate_mask(candidates: np.ndarray) -> np.ndarray:
     """The action mask whose legal actions are ``candidates``: what the search and the players
     are given."""
@@ -91,13 +156,19 @@ def candidate_mask(candidates: np.ndarray) -> np.ndarray:
 
 
 def relabel(
-    decisions: list[tuple[np.ndarray, ...]], playout: str, rollouts: int, seed: int, workers: int
+    decisions: list[tuple[np.ndarray, ...]],
+    playout: str,
+    rollouts: int,
+    seed: int,
+    workers: int,
+    stream: tuple[int, ...] = (),
 ) -> list:
     """The search's fresh :class:`agents.search.Scores` of each decision's candidates, decision
-    ``k`` seeded ``spawn_seed(seed, k)``, on ``workers`` processes (the same for any count)."""
+    ``k`` seeded ``spawn_seed(seed, k, *stream)``, on ``workers`` processes (the same for any
+    count)."""
     rows = []
     for k, (obs, candidates, _) in enumerate(decisions):
-        rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k)))
+        rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k, *stream)))
     tasks = [(playout, rollouts, rows[i : i + PART]) for i in range(0, len(rows), PART)]
     found = []
     with tqdm(total=len(rows), desc="searches", unit="decision") as bar:
@@ -193,8 +264,19 @@ def _mean(key: str, values: np.ndarray) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", type=Path, required=True, help="an expert-iteration run folder")
-    parser.add_argument("--decisions", type=int, default=3000, help="the last N kept decisions")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", type=Path, help="an expert-iteration run folder")
+    source.add_argument(
+        "--games", nargs="+", metavar="SPEC",
+        help="draw the decisions from games of these players, one per seat (the first's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--decisions", type=int, default=3000, help="the last N kept decisions (the first N drawn)"
+    )
+    teacher = parser.add_argument_group("the teacher of --games (a run's are its own)")
+    teacher.add_argument("--playout", help="the search's playout policy (default planner)")
+    teacher.add_argument("--rollouts", type=int, help=f"playouts a decision (default {ROLLOUTS})")
+    teacher.add_argument("--top", type=int, help=f"candidates, by dmc_one (default {TOP}; 0: all)")
     parser.add_argument("--players", nargs="*", default=[], help="agent specs to score")
     parser.add_argument("--seed", type=int, default=20261435, help="the fresh searches' seed")
     parser.add_argument("--workers", type=int, default=1, help="processes for the searches")
@@ -207,6 +289,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be 1-{MOST_WORKERS}; got {args.workers}")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0; got {args.seed}")
+    chosen = [f"--{k}" for k in ("playout", "rollouts", "top") if getattr(args, k) is not None]
+    if args.run and chosen:
+        parser.error(f"{', '.join(chosen)}: a run's searches are its own; give them with --games")
+    search = {
+        "playout": args.playout or "planner",
+        "rollouts": ROLLOUTS if args.rollouts is None else args.rollouts,
+        "top": TOP if args.top is None else args.top,
+    }
+    if args.games:
+        _check_teacher(parser, args.games, search)
     players = {}
     for spec in args.players:
         try:
@@ -214,10 +306,14 @@ def main(argv: list[str] | None = None) -> int:
             players[spec] = make(spec)
         except (ValueError, OSError) as error:
             parser.error(f"--players {spec}: {str(error).splitlines()[0]}")
-    try:
-        search, decisions = kept_decisions(args.run, args.decisions)
-    except TrainingError as error:
-        parser.error(f"--run: {str(error).splitlines()[0]}")
+    if args.games:
+        decisions = game_decisions(args.games, args.decisions, args.seed, workers=args.workers,
+                                   **search)  # fmt: skip
+    else:
+        try:
+            search, decisions = kept_decisions(args.run, args.decisions)
+        except TrainingError as error:
+            parser.error(f"--run: {str(error).splitlines()[0]}")
     if not decisions:
         parser.error(f"--run {args.run} keeps no decision with two candidates or more")
     try:
@@ -231,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows, grouped = regrets(fresh, [c for _, c, _ in decisions], picks, groups)
     again = f"{search['rollouts']} {search['playout']} playouts, seed {args.seed}"
-    print(f"{len(decisions):,} decisions of {args.run}, searched again ({again}); regret in "
+    print(f"{len(decisions):,} decisions of {_source(args)}, searched again ({again}); regret in "
           "penalty points a decision")  # fmt: skip
     print(f"{'chooser':<44} {'regret':>16} {'minus labels':>16} {'minus first':>16} {'agrees':>7}")
     for row in rows:
@@ -242,8 +338,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{paired[0]:>16} {paired[1]:>16} {agrees:>7}")  # fmt: skip
     report = {
         "command": shell_command("benchmarks/teacher_gap.py", argv),
-        "settings": {"run": str(args.run), "decisions": len(decisions), "seed": args.seed,
-                     **search},
+        "settings": {**({"games": args.games} if args.games else {"run": str(args.run)}),
+                     "decisions": len(decisions), "seed": args.seed, **search},
         "rows": rows,
         **grouped,
     }  # fmt: skip
@@ -252,6 +348,30 @@ def main(argv: list[str] | None = None) -> int:
     _plot(rows, args)
     print(f"wrote {args.out / 'teacher_gap.json'} and teacher_gap.png")
     return 0
+
+
+def _source(args: argparse.Namespace) -> str:
+    """Where the decisions came from, in words."""
+    if args.games:
+        return f"{args.games[0]}'s decisions in games of {' '.join(args.games)}"
+    return f"{args.run.name}'s kept decisions"
+
+
+def _check_teacher(parser: argparse.ArgumentParser, games: list[str], search: dict) -> None:
+    """Exit 2 (one line) for a table or a teacher ``--games`` cannot have."""
+    if not 2 <= len(games) <= 6:
+        parser.error(f"--games names one player a seat, 2-6 of them; got {len(games)}")
+    for spec in games:
+        try:
+            check_spec(spec)
+        except ValueError as error:
+            parser.error(f"--games {spec}: {str(error).splitlines()[0]}")
+    if search["playout"] not in HEURISTICS:
+        parser.error(f"--playout must be one of {', '.join(HEURISTICS)}; got {search['playout']!r}")
+    if not 1 <= search["rollouts"] <= SEARCH_MAX_ROLLOUTS:
+        parser.error(f"--rollouts must be 1-{SEARCH_MAX_ROLLOUTS:,}; got {search['rollouts']}")
+    if search["top"] < 0:
+        parser.error(f"--top must be >= 0 (0: every legal action); got {search['top']}")
 
 
 def _plot(rows: list[dict], args: argparse.Namespace) -> None:
@@ -266,7 +386,7 @@ def _plot(rows: list[dict], args: argparse.Namespace) -> None:
     ax.set_yticks(range(len(shown)), [row["chooser"] for row in shown], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("regret among the candidates (penalty points a decision)", fontsize=9)
-    ax.set_title(f"{args.run.name}'s kept decisions, searched again", fontsize=10)
+    ax.set_title(f"{_source(args)}, searched again", fontsize=10)
     fig.tight_layout()
     temporary = args.out / "teacher_gap.tmp.png"
     fig.savefig(temporary, dpi=150)

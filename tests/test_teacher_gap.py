@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from agents.search import score_candidates
+from odin_env.observation import views
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS
@@ -103,18 +104,26 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (["--decisions", "0"], "--decisions must be >= 1"),
-        (["--workers", "0"], "--workers must be 1-64"),
-        (["--players", "nobody"], "--players nobody: unknown agent spec 'nobody'"),
-        (["--players", "PASSER"], "chose action 3579, not one of the candidates"),
+        (["--run", "RUN", "--decisions", "0"], "--decisions must be >= 1"),
+        (["--run", "RUN", "--workers", "0"], "--workers must be 1-64"),
+        (["--run", "RUN", "--players", "nobody"], "--players nobody: unknown agent spec 'nobody'"),
+        (["--run", "RUN", "--players", "PASSER"], "chose action 3579, not one of the candidates"),
+        (["--run", "RUN", "--top", "2"], "--top: a run's searches are its own"),
+        (["--games", "greedy"], "--games names one player a seat, 2-6 of them; got 1"),
+        (["--games", "greedy", "nobody"], "--games nobody: unknown agent spec 'nobody'"),
+        (["--games", "greedy", "greedy", "--playout", "dmc"], "--playout must be one of greedy"),
+        (["--games", "greedy", "greedy", "--rollouts", "0"], "--rollouts must be 1-100,000"),
+        (["--games", "greedy", "greedy", "--top", "-1"], "--top must be >= 0"),
+        (["--run", "RUN", "--games", "greedy"], "not allowed with argument --run"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(run, args, named, tmp_path, capsys):
     passer = tmp_path / "passer.py"  # an outside player that passes whatever its mask says
     passer.write_text("class Passer:\n    def act(self, observation, mask):\n        return 3579\n")
-    args = [f"{passer}:Passer" if a == "PASSER" else a for a in args]
+    given = {"PASSER": f"{passer}:Passer", "RUN": str(run)}
+    args = [given.get(a, a) for a in args]
     with pytest.raises(SystemExit) as stopped:
-        teacher_gap.main(["--run", str(run), *args, "--out", str(tmp_path / "x")])
+        teacher_gap.main([*args, "--out", str(tmp_path / "x")])
     assert stopped.value.code == 2
     assert named in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (tmp_path / "x").exists()
@@ -137,3 +146,33 @@ def test_a_run_not_of_expert_iteration_or_labelled_by_a_network_is_refused(run, 
             teacher_gap.main(["--run", str(other), "--out", str(tmp_path / "x")])
         assert named in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (tmp_path / "x").exists()
+
+
+def test_games_draw_the_first_players_decisions_labelled_by_their_own_search():
+    """``--games``: the first spec's decisions with a choice, in the order played, each cut to
+    the ``top`` legal actions ``dmc_one`` values most (or kept whole with ``top`` 0), and
+    labelled by the search of decision ``k`` at ``spawn_seed(seed, k, 1)``: the oracle redoes
+    each search with ``score_candidates``."""
+    from agents.dmc import BUNDLED_DMC_ONE, DMCAgent
+
+    network = DMCAgent.load(BUNDLED_DMC_ONE)
+    specs = ["greedy", "random", "shaper"]
+    cut = teacher_gap.game_decisions(specs, 6, 7, top=2, playout="greedy", rollouts=8, workers=1)
+    whole = teacher_gap.game_decisions(specs, 6, 7, top=0, playout="greedy", rollouts=8, workers=2)
+    assert len(cut) == len(whole) == 6
+    shortened = 0
+    for k, ((obs, candidates, labels), (same, legal, all_labels)) in enumerate(zip(cut, whole)):
+        assert np.array_equal(obs, same)  # the same decisions, whatever the shortlist
+        assert views(obs)["players"].argmax() + 2 == 3 and legal.size > 1
+        assert set(candidates) <= set(legal) and candidates.size == min(2, legal.size)
+        values = network.values(obs[None], teacher_gap.candidate_mask(legal)[None])[0]
+        left_out = np.setdiff1d(legal, candidates)
+        if left_out.size:  # the network's best are kept
+            assert values[candidates].min() >= values[left_out].max()
+        shortened += left_out.size > 0
+        for searched, got in ((candidates, labels), (legal, all_labels)):
+            mask = teacher_gap.candidate_mask(searched)
+            seed = spawn_seed(7, k, 1)
+            scores = score_candidates(obs, mask, rollouts=8, seed=seed, policy="greedy")
+            np.testing.assert_array_equal(got, -scores.penalty)
+    assert shortened >= 2
