@@ -310,6 +310,10 @@ def _check_others(p: argparse.ArgumentParser, others: str, budgets: list[str]) -
     if not batched:
         p.error(f"--others {others!r} has no batched form; allowed: any spec with one (planner, "
                 "shaper, greedy, random, dmc, dmc:PATH, linear, linear:PATH, ...)")  # fmt: skip
+    try:
+        make_batch_agent(others)  # a model file is read here, not first in a worker
+    except (ValueError, OSError) as error:
+        p.error(f"--others: {str(error).splitlines()[0]}")
     for budget in budgets:
         taken = [o for o in ("netplay", "post") if o in budget.split(":")]
         if taken:

@@ -307,8 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as error:
             parser.error(f"--players {spec}: {str(error).splitlines()[0]}")
     if args.games:
-        decisions = game_decisions(args.games, args.decisions, args.seed, workers=args.workers,
-                                   **search)  # fmt: skip
+        try:
+            decisions = game_decisions(args.games, args.decisions, args.seed,
+                                       workers=args.workers, **search)  # fmt: skip
+        except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
+            parser.error(f"--games: {str(error).splitlines()[0]}")
     else:
         try:
             search, decisions = kept_decisions(args.run, args.decisions)

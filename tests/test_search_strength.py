@@ -123,6 +123,7 @@ def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path
      (["--see-share", "0.5", "--see-all"], "give one of them"),
      (["--others", "nobody"], "--others: unknown agent spec 'nobody'"),
      (["--others", "search:8"], "has no batched form"),
+     (["--others", "dmc:no.safetensors"], "--others: no DMC model at no.safetensors"),
      (["--others", "greedy", "--budgets", "4:netplay"], "each set the playouts' other seats")],
 )  # fmt: skip
 def test_bad_see_share_or_others_is_one_line_and_exit_2(bad, message, tmp_path):

@@ -111,6 +111,7 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
         (["--run", "RUN", "--top", "2"], "--top: a run's searches are its own"),
         (["--games", "greedy"], "--games names one player a seat, 2-6 of them; got 1"),
         (["--games", "greedy", "nobody"], "--games nobody: unknown agent spec 'nobody'"),
+        (["--games", "dmc:no.safetensors", "greedy"], "--games: no DMC model at no.safetensors"),
         (["--games", "greedy", "greedy", "--playout", "dmc"], "--playout must be one of greedy"),
         (["--games", "greedy", "greedy", "--rollouts", "0"], "--rollouts must be 1-100,000"),
         (["--games", "greedy", "greedy", "--top", "-1"], "--top must be >= 0"),
