@@ -41,7 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.files import write_atomic
-from agents.registry import check_spec, has_batch_form, make, make_batch_agent
+from agents.registry import check_spec, make, make_batch_agent
 from odin_env.rules import Config
 from odin_lab.cli import shell_command
 from odin_lab.evaluation.stats import seat_shares, wilson
@@ -302,16 +302,10 @@ def main() -> None:
 
 def _check_others(p: argparse.ArgumentParser, others: str, budgets: list[str]) -> None:
     """Exit 2 (one line) unless ``others`` can play the other seats of every budget's
-    playouts: a spec with a batched form, and no budget whose playouts another option sets."""
+    playouts: a spec with a batched form (built here once, so a model file is read before the
+    tournament, not first in a worker), and no budget whose playouts another option sets."""
     try:
-        batched = has_batch_form(others)
-    except ValueError as error:
-        p.error(f"--others: {error}")
-    if not batched:
-        p.error(f"--others {others!r} has no batched form; allowed: any spec with one (planner, "
-                "shaper, greedy, random, dmc, dmc:PATH, linear, linear:PATH, ...)")  # fmt: skip
-    try:
-        make_batch_agent(others)  # a model file is read here, not first in a worker
+        make_batch_agent(others)
     except (ValueError, OSError) as error:
         p.error(f"--others: {str(error).splitlines()[0]}")
     for budget in budgets:

@@ -141,8 +141,9 @@ def game_decisions(
             mask = top_actions(shortlist.values(obs[None], mask[None])[0], mask, top)
         drawn.append((obs, legal_actions(mask), None))
     teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,))
+    # A search scores the legal actions of its mask in ascending order: the candidates' order.
     return [
-        (obs, candidates, -scores.penalty[np.searchsorted(scores.actions, candidates)])
+        (obs, candidates, -scores.penalty)
         for (obs, candidates, _), scores in zip(drawn, teacher, strict=True)
     ]
 
