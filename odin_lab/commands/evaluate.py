@@ -113,6 +113,20 @@ def parser() -> argparse.ArgumentParser:
     _resume_flag(t)
     _game_flags(t)
 
+    c = sub.add_parser(
+        "compare", epilog=SPECS,
+        help="two agents in one seat on the same games: their paired difference",
+    )  # fmt: skip
+    c.add_argument("--agents", nargs=2, required=True, metavar="SPEC", help="the two agents")
+    c.add_argument(
+        "--against", nargs="+", required=True, metavar="SPEC", help="one spec per other seat"
+    )
+    c.add_argument("--games", type=int, default=2000, help="games per agent")
+    c.add_argument("--out", type=cli_path, default=Path("results/compare"))
+    c.add_argument("--engine", choices=("auto", "single", "batched"), default="auto")
+    _resume_flag(c)
+    _game_flags(c, players_help="seats (2-6); default: one more than --against")
+
     s = sub.add_parser(
         "seating", epilog=SPECS, help="win rate by seat, the same agent in every seat"
     )
@@ -289,6 +303,11 @@ def _check_common(args: argparse.Namespace) -> None:
 def validate(args: argparse.Namespace) -> Config | None:
     """Check everything before any game is played; ``ValueError`` names the problem."""
     _check_common(args)
+    if args.command == "compare":
+        config = check_counts(args, [args.agents[0], *args.against])
+        for spec in dict.fromkeys([*args.agents, *args.against]):
+            check_agent(spec, config)
+        return config
     if args.command in ("tournament", "thresholds"):
         config = check_counts(args, args.agents)
         for spec in dict.fromkeys(args.agents):
@@ -391,6 +410,13 @@ def _study(args: argparse.Namespace, config: Config | None, origin: dict) -> str
         return studies.tournament(
             args.agents, config, args.games, args.seed, args.out, args.workers,
             engine=args.engine, resume=args.resume, **common,
+        )[1]  # fmt: skip
+    if args.command == "compare":
+        from odin_lab.evaluation.compare import compare
+
+        return compare(
+            args.agents, args.against, config, args.games, args.seed, args.out, args.workers,
+            resume=args.resume, engine=args.engine, **common,
         )[1]  # fmt: skip
     if args.command == "seating":
         return studies.seating(

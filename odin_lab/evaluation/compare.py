@@ -1,0 +1,124 @@
+"""Two agents compared on the same games (``evaluate.py compare``): the paired difference.
+
+Each of the two agents plays a rotated-seat tournament in one seat against the same players in
+the others, at the same seed: the deals, and every seat's rotation, are the same in both, so the
+games differ only by who sits in that seat (and by what the others do in answer). The difference
+of the two agents' win shares is then taken deal by deal (each deal's share over its rotations),
+which removes the luck of the deal that two separate tournaments would carry: its standard error
+over the deals is usually far smaller than either win share's interval. The two tournaments are
+ordinary ones, written under ``out/first`` and ``out/second`` (each resumable, and readable by
+every tool that reads a tournament); ``compare.json`` holds the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from agents.files import write_atomic
+from odin_env.rules import Config
+from odin_lab.evaluation import stats
+from odin_lab.evaluation.limits import MAX_RECORDS_BYTES
+from odin_lab.evaluation.names import short_names
+from odin_lab.evaluation.records import load_records
+from odin_lab.evaluation.studies import tournament
+from odin_lab.evaluation.tournament import GameRecord
+
+HALVES = ("first", "second")
+"""The folders, under ``out``, of the two agents' tournaments."""
+
+
+def compare(
+    agents: Sequence[str],
+    against: Sequence[str],
+    config: Config,
+    games: int,
+    seed: int,
+    out: Path,
+    workers: int = 1,
+    resume: bool = False,
+    **common,
+) -> tuple[dict, str]:
+    """Play ``agents[0]`` and then ``agents[1]`` in one seat, ``against`` in the others (one spec
+    a seat), ``games`` games each at ``seed``; write both tournaments and ``compare.json`` under
+    ``out``; return the comparison and its table. ``resume``: a half whose tournament is complete
+    in ``out`` is read, not played again; a partial one goes on (:func:`studies.tournament`);
+    ``common``: :func:`studies.tournament`'s ``progress``, ``engine``, ``ray``, ``provenance``."""
+    shares = []
+    for half, spec in zip(HALVES, agents, strict=True):
+        where = Path(out) / half
+        if resume and _complete(where):
+            games_of = load_records(where / "tournament.json", MAX_RECORDS_BYTES).games
+        else:
+            partial = resume and (where / "tournament.json").is_file()
+            table = [spec, *against]
+            tournament(table, config, games, seed, where, workers, resume=partial, **common)
+            games_of = load_records(where / "tournament.json", MAX_RECORDS_BYTES).games
+        shares.append(deal_shares(games_of))
+    first, second = shares
+    if first.keys() != second.keys():
+        raise ValueError(f"the two tournaments under {out} played other deals: play them again")
+    deals = sorted(first)
+    a, b = (np.array([half[d] for d in deals]) for half in shares)
+    difference = b - a
+    error = float(difference.std(ddof=1) / math.sqrt(len(deals))) if len(deals) > 1 else math.nan
+    rotations = config.players
+    summary = {
+        "study": "compare",
+        "agents": list(agents),
+        "against": list(against),
+        "players": config.players,
+        "seed": seed,
+        "deals": len(deals),
+        "games": len(deals) * rotations,
+        "win": [float(a.mean()), float(b.mean())],
+        "ci": [list(stats.wilson(x.sum() * rotations, len(deals) * rotations)) for x in (a, b)],
+        "difference": float(difference.mean()),
+        "difference_se": error,
+    }
+    write_atomic(Path(out) / "compare.json", (json.dumps(summary, indent=2) + "\n").encode())
+    return summary, compare_table(summary)
+
+
+def _complete(where: Path) -> bool:
+    """A whole tournament is written in ``where`` (not a partial one)."""
+    try:
+        return not load_records(where / "tournament.json", MAX_RECORDS_BYTES).extra.get("partial")
+    except (OSError, ValueError):
+        return False
+
+
+def deal_shares(games: Sequence[GameRecord]) -> dict[int, float]:
+    """The win share of agent 0 (the compared agent) in each deal, over its rotations."""
+    kept: dict[int, list[float]] = {}
+    for record in games:
+        kept.setdefault(record.deal, []).append(stats.seat_shares(record)[record.agents.index(0)])
+    return {deal: float(np.mean(values)) for deal, values in kept.items()}
+
+
+def compare_table(summary: dict) -> str:
+    """The readable terminal table of a comparison."""
+    names = short_names(summary["agents"])
+    width = max(14, *(len(name) + 2 for name in names))
+    lines = [
+        f"compare: {summary['games']} games each ({summary['deals']} deals x "
+        f"{summary['players']} seat rotations), seed {summary['seed']}, the same games but for "
+        f"one seat; the others: {' '.join(summary['against'])}",
+        f"{'agent':<{width}}{'win rate':>9}  95% CI",
+    ]
+    for name, win, (low, high) in zip(names, summary["win"], summary["ci"]):
+        lines.append(f"{name:<{width}}{win:>9.1%}  [{low:.1%}, {high:.1%}]")
+    difference, error = summary["difference"], summary["difference_se"]
+    lines.append(
+        f"{names[1]} minus {names[0]}: {100 * difference:+.1f} ± {100 * error:.1f} points "
+        f"(standard error over the deals; 95%: {100 * (difference - 1.96 * error):+.1f} to "
+        f"{100 * (difference + 1.96 * error):+.1f})"
+    )
+    return "\n".join(lines)
+
+
+__all__ = ["HALVES", "compare", "compare_table", "deal_shares"]
