@@ -72,6 +72,21 @@ def test_the_halves_are_tournaments_and_a_resume_reads_those_written(done, tmp_p
     assert json.loads((again / "compare.json").read_text()) == found
 
 
+def test_a_resume_refuses_a_half_of_other_settings(done, tmp_path, capsys):
+    """A whole tournament of another table where a half should be is not paired: one line, exit
+    2, no comparison written."""
+    out, _ = done
+    again = tmp_path / "out"
+    (again / "second").mkdir(parents=True)
+    kept = (out / "first" / "tournament.json").read_bytes()  # greedy's table, not random's
+    (again / "second" / "tournament.json").write_bytes(kept)
+    (again / "first").mkdir()
+    (again / "first" / "tournament.json").write_bytes(kept)
+    assert main([*ARGS, "--out", str(again), "--resume"]) == 2
+    assert "holds a tournament of other agents" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (again / "compare.json").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [
@@ -79,6 +94,7 @@ def test_the_halves_are_tournaments_and_a_resume_reads_those_written(done, tmp_p
         (["--players", "4"], "3 agents for 4 players"),
         (["--against", "shaper", "nobody"], "nobody"),
         (["--games", "0"], "--games must be 1-"),
+        (["--engine", "batched", "--against", "shaper", "search:4"], "--engine batched needs"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, named, tmp_path, capsys):

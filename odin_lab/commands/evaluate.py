@@ -303,19 +303,15 @@ def _check_common(args: argparse.Namespace) -> None:
 def validate(args: argparse.Namespace) -> Config | None:
     """Check everything before any game is played; ``ValueError`` names the problem."""
     _check_common(args)
-    if args.command == "compare":
-        config = check_counts(args, [args.agents[0], *args.against])
-        for spec in dict.fromkeys([*args.agents, *args.against]):
-            check_agent(spec, config)
-        return config
-    if args.command in ("tournament", "thresholds"):
-        config = check_counts(args, args.agents)
-        for spec in dict.fromkeys(args.agents):
+    if args.command in ("tournament", "thresholds", "compare"):
+        specs = args.agents if args.command != "compare" else [*args.agents, *args.against]
+        config = check_counts(args, args.agents if args.command != "compare" else specs[1:])
+        for spec in dict.fromkeys(specs):
             check_agent(spec, config)
         if getattr(args, "engine", "auto") == "batched":
             from agents.registry import batch_form_names, has_batch_form
 
-            single = [spec for spec in dict.fromkeys(args.agents) if not has_batch_form(spec)]
+            single = [spec for spec in dict.fromkeys(specs) if not has_batch_form(spec)]
             if single:
                 raise ValueError(
                     f"--engine batched needs agents with a batched form "
@@ -382,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     from odin_lab.evaluation.provenance import provenance
 
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
+    specs = [*specs, *getattr(args, "against", [])]  # compare's other seats
     if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
         specs = showcase.showcase_agents()
     with results.stop_once():  # a second Ctrl-C waits for the finished work to be written

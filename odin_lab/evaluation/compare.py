@@ -24,8 +24,8 @@ from odin_env.rules import Config
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.limits import MAX_RECORDS_BYTES
 from odin_lab.evaluation.names import short_names
-from odin_lab.evaluation.records import load_records
-from odin_lab.evaluation.studies import tournament
+from odin_lab.evaluation.records import config_dict, load_records
+from odin_lab.evaluation.studies import deals_for, tournament
 from odin_lab.evaluation.tournament import GameRecord
 
 HALVES = ("first", "second")
@@ -48,17 +48,17 @@ def compare(
     ``out``; return the comparison and its table. ``resume``: a half whose tournament is complete
     in ``out`` is read, not played again; a partial one goes on (:func:`studies.tournament`);
     ``common``: :func:`studies.tournament`'s ``progress``, ``engine``, ``ray``, ``provenance``."""
+    if not resume:  # a comparison of earlier halves must not stand beside new ones
+        (Path(out) / "compare.json").unlink(missing_ok=True)
     shares = []
     for half, spec in zip(HALVES, agents, strict=True):
-        where = Path(out) / half
-        if resume and _complete(where):
-            games_of = load_records(where / "tournament.json", MAX_RECORDS_BYTES).games
-        else:
+        where, table = Path(out) / half, [spec, *against]
+        kept = _kept(where, table, config, games, seed) if resume else None
+        if kept is None:
             partial = resume and (where / "tournament.json").is_file()
-            table = [spec, *against]
             tournament(table, config, games, seed, where, workers, resume=partial, **common)
-            games_of = load_records(where / "tournament.json", MAX_RECORDS_BYTES).games
-        shares.append(deal_shares(games_of))
+            kept = load_records(where / "tournament.json", MAX_RECORDS_BYTES).games
+        shares.append(deal_shares(kept))
     first, second = shares
     if first.keys() != second.keys():
         raise ValueError(f"the two tournaments under {out} played other deals: play them again")
@@ -84,12 +84,25 @@ def compare(
     return summary, compare_table(summary)
 
 
-def _complete(where: Path) -> bool:
-    """A whole tournament is written in ``where`` (not a partial one)."""
-    try:
-        return not load_records(where / "tournament.json", MAX_RECORDS_BYTES).extra.get("partial")
-    except (OSError, ValueError):
-        return False
+def _kept(where: Path, table: list[str], config: Config, games: int, seed: int):
+    """The games of the whole tournament of ``table`` written in ``where``; None when there is
+    none or only a partial one (which :func:`studies.tournament` goes on with, or refuses);
+    ``ValueError`` for a whole tournament of other settings."""
+    path = where / "tournament.json"
+    if not path.is_file():
+        return None
+    kept = load_records(path, MAX_RECORDS_BYTES)
+    if kept.extra.get("partial"):
+        return None
+    ours = (table, config_dict(config), seed, deals_for(games, config.players))
+    theirs = (list(kept.specs), config_dict(kept.config), kept.extra.get("seed"),
+              kept.extra.get("deals"))  # fmt: skip
+    if ours != theirs:
+        raise ValueError(
+            f"{where} holds a tournament of other agents or settings than this comparison's: "
+            "run without --resume to play it again, or give another --out"
+        )
+    return kept.games
 
 
 def deal_shares(games: Sequence[GameRecord]) -> dict[int, float]:
