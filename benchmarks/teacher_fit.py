@@ -47,6 +47,7 @@ from teacher_gap import (
     _check_teacher,
     _mean,
     candidate_mask,
+    candidate_regrets,
     game_decisions,
     kind,
     relabel,
@@ -143,7 +144,7 @@ def picks(agent: DMCAgent, decisions: list) -> np.ndarray:
     return np.array([int(np.flatnonzero(c == a)[0]) for (_, c, _), a in zip(decisions, chosen)])
 
 
-def scores(
+def regret_row(
     picked: np.ndarray, lost: list[np.ndarray], kinds: np.ndarray, start: np.ndarray | None = None
 ) -> tuple[dict[str, float], np.ndarray]:
     """Mean regret (and its standard error) of ``picked`` under ``lost`` (each held-out
@@ -201,21 +202,19 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
         parser.error(f"--games: {str(error).splitlines()[0]}")
     fresh = relabel(held, args.playout, args.rollouts, held_seed, args.workers)
-    lost = []  # each held-out candidate's fresh regret, in the candidates' order
-    for scores_, (_, candidates, _) in zip(fresh, held, strict=True):
-        penalty = scores_.penalty[np.searchsorted(scores_.actions, candidates)]
-        lost.append(penalty - penalty.min())
+    # each held-out candidate's fresh regret, in the candidates' order
+    lost = [candidate_regrets(scores, c)[0] for scores, (_, c, _) in zip(fresh, held, strict=True)]
     kinds = np.array([kind(obs, candidates) for obs, candidates, _ in held])
     chosen = picks(DMCAgent(student[1], student[0]), held)
-    start = scores(chosen, lost, kinds)[1]
-    teacher = scores(np.array([int(np.argmax(y)) for _, _, y in held]), lost, kinds, start)[0]
+    start = regret_row(chosen, lost, kinds)[1]
+    teacher = regret_row(np.array([int(np.argmax(y)) for _, _, y in held]), lost, kinds, start)[0]
     taught = np.array([int(np.argmax(y)) for _, _, y in train])
     epochs = []
 
     def score(epoch: int, state: dict, loss: float | None) -> None:
         agent = DMCAgent(state, student[0])
         row = {"epoch": epoch, **({} if loss is None else {"loss": loss})}
-        row.update(scores(picks(agent, held), lost, kinds, start)[0])
+        row.update(regret_row(picks(agent, held), lost, kinds, start)[0])
         row["share_as_labels"] = float(np.mean(picks(agent, train) == taught))
         epochs.append(row)
         print(f"epoch {epoch:>3}: held-out regret {row['regret']:.4f} ± {row['regret_se']:.4f}, "

@@ -218,6 +218,14 @@ def kind(observation: np.ndarray, candidates: np.ndarray) -> str:
     return "follow or pass" if PASS in candidates else "follow"
 
 
+def candidate_regrets(scores, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``candidates``' regret under the search's ``scores`` of them, in their order: its
+    mean penalty less the best one's, and the best win chance less its own."""
+    order = np.searchsorted(scores.actions, candidates)  # the scores in the candidates' order
+    penalty, win = scores.penalty[order], scores.win[order]
+    return penalty - penalty.min(), win.max() - win
+
+
 def regrets(
     fresh: list, candidates: list, picks: dict[str, list[int]], groups: dict[str, np.ndarray]
 ) -> tuple[list[dict], dict[str, list[dict]]]:
@@ -228,9 +236,7 @@ def regrets(
     loss = {name: [] for name in ("random", *picks)}
     loss_win = {name: [] for name in loss}
     for k, (scores, kept) in enumerate(zip(fresh, candidates, strict=True)):
-        order = np.searchsorted(scores.actions, kept)  # the fresh scores in the kept order
-        penalty, win = scores.penalty[order], scores.win[order]
-        lost, lost_win = penalty - penalty.min(), win.max() - win
+        lost, lost_win = candidate_regrets(scores, kept)
         loss["random"].append(lost.mean())
         loss_win["random"].append(lost_win.mean())
         for name, picked in picks.items():

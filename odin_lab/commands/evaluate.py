@@ -304,8 +304,9 @@ def validate(args: argparse.Namespace) -> Config | None:
     """Check everything before any game is played; ``ValueError`` names the problem."""
     _check_common(args)
     if args.command in ("tournament", "thresholds", "compare"):
-        specs = args.agents if args.command != "compare" else [*args.agents, *args.against]
-        config = check_counts(args, args.agents if args.command != "compare" else specs[1:])
+        compared = args.command == "compare"
+        specs = [*args.agents, *args.against] if compared else args.agents
+        config = check_counts(args, specs[1:] if compared else specs)  # compare: A or B a seat
         for spec in dict.fromkeys(specs):
             check_agent(spec, config)
         if getattr(args, "engine", "auto") == "batched":
