@@ -31,7 +31,12 @@ played (``dmc:PATH``).
     python benchmarks/teacher_fit.py --games dmc:agents/models/dmc_one.safetensors planner \\
         planner planner --decisions 20000 --held-out 3000 --seed 933 --workers 2
 
-The same seed gives the same figures for any ``--workers``. Needs torch (the train extra).
+The same seed gives the same figures for any ``--workers``. ``--labels DIR`` keeps the searches
+(the labels, the held-out decisions' own and fresh ones) in ``DIR``, a file of
+:data:`teacher_gap.CACHE_PART` decisions at a time: a stopped run loses at most a file of them, and
+a later run of the same games, seed and search reuses them, also with more ``--decisions`` (it
+searches only the new ones) or fewer (the first of them: a learning curve in the number of labels
+costs the largest run's searches). Needs torch (the train extra).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from pathlib import Path
 import numpy as np
 from teacher_gap import (
     MOST_WORKERS,
+    CacheError,
     _check_teacher,
     _mean,
     candidate_mask,
@@ -181,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=933)
     parser.add_argument("--workers", type=int, default=1, help="processes for the searches")
     parser.add_argument("--save", type=Path, help="write the fitted student here (a model file)")
+    parser.add_argument("--labels", type=Path,
+                        help="keep the searches in this folder: a stop loses at most a file of "
+                        "them, and a later run of the same games and seed reuses them")  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("results/teacher_fit"))
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
@@ -194,14 +203,22 @@ def main(argv: list[str] | None = None) -> int:
                      f"{args.student} reads {play_symmetries(student[0])} labellings")  # fmt: skip
     search = {"playout": args.playout, "rollouts": args.rollouts, "top": args.top}
     held_seed = spawn_seed(args.seed, HELD_OUT)
+    parts = ("train", "held", "fresh")
+    cache = {part: args.labels / part if args.labels else None for part in parts}
     try:
-        train = game_decisions(
-            args.games, args.decisions, args.seed, workers=args.workers, **search
-        )
-        held = game_decisions(args.games, args.held_out, held_seed, workers=args.workers, **search)
+        train = game_decisions(args.games, args.decisions, args.seed, workers=args.workers,
+                               cache=cache["train"], **search)  # fmt: skip
+        held = game_decisions(args.games, args.held_out, held_seed, workers=args.workers,
+                              cache=cache["held"], **search)  # fmt: skip
+    except CacheError as error:
+        parser.error(f"--labels: {error}")
     except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
         parser.error(f"--games: {str(error).splitlines()[0]}")
-    fresh = relabel(held, args.playout, args.rollouts, held_seed, args.workers)
+    try:
+        fresh = relabel(held, args.playout, args.rollouts, held_seed, args.workers,
+                        cache=cache["fresh"])  # fmt: skip
+    except CacheError as error:
+        parser.error(f"--labels: {error}")
     # each held-out candidate's fresh regret, in the candidates' order
     lost = [candidate_regrets(scores, c)[0] for scores, (_, c, _) in zip(fresh, held, strict=True)]
     kinds = np.array([kind(obs, candidates) for obs, candidates, _ in held])

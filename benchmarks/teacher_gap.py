@@ -42,8 +42,12 @@ The same seed gives the same figures for any ``--workers``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import io
 import json
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +59,7 @@ from agents.files import write_atomic
 from agents.hand import see
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS, check_spec, make
-from agents.search import ROLLOUTS, TOP, top_actions
+from agents.search import ROLLOUTS, TOP, Scores, top_actions
 from odin_env.observation import views
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
@@ -120,14 +124,21 @@ DEALS_AT_ONCE = 25
 
 
 def game_decisions(
-    specs: list[str], most: int, seed: int, top: int, playout: str, rollouts: int, workers: int
+    specs: list[str],
+    most: int,
+    seed: int,
+    top: int,
+    playout: str,
+    rollouts: int,
+    workers: int,
+    cache: Path | None = None,
 ) -> list[tuple[np.ndarray, ...]]:
     """``most`` decisions of the first of ``specs`` (one per seat, rotated seats) in the games
     of seed ``seed`` with two legal actions or more, in the order played: ``(observation,
     candidates, labels)``. The candidates: the ``top`` legal actions the bundled ``dmc_one``
     values most (ties: the lower action; ``0``: every legal one); the labels: minus each
     candidate's mean penalty for the hand, by a search (``playout``, ``rollouts``) of decision
-    ``k`` seeded ``spawn_seed(seed, k, 1)``."""
+    ``k`` seeded ``spawn_seed(seed, k, 1)``, kept in ``cache`` (:func:`relabel`)."""
     agents = [make(spec) for spec in specs]
     recorder = _Recorder(agents[0], most)
     table, config, start = [recorder, *agents[1:]], Config(players=len(specs)), 0
@@ -140,7 +151,7 @@ def game_decisions(
         if shortlist is not None and np.count_nonzero(mask) > top:
             mask = top_actions(shortlist.values(obs[None], mask[None])[0], mask, top)
         drawn.append((obs, legal_actions(mask), None))
-    teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,))
+    teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,), cache=cache)
     # A search scores the legal actions of its mask in ascending order: the candidates' order.
     return [
         (obs, candidates, -scores.penalty)
@@ -163,26 +174,110 @@ def relabel(
     seed: int,
     workers: int,
     stream: tuple[int, ...] = (),
+    cache: Path | None = None,
 ) -> list:
     """The search's fresh :class:`agents.search.Scores` of each decision's candidates, decision
     ``k`` seeded ``spawn_seed(seed, k, *stream)``, on ``workers`` processes (the same for any
-    count)."""
+    count).
+
+    With ``cache`` (a folder) the searches are kept there in files of :data:`CACHE_PART`
+    decisions, each written whole as it is done: a stopped call loses at most one file's
+    searches, and a later call (of as many decisions, or more, or fewer) searches only what the
+    folder lacks. Every kept search carries a key of its decision (observation, candidates,
+    playout, rollouts and seed); a file whose keys are not those of the decisions asked (another
+    table, seed or search) is refused, :class:`CacheError` (one line), and left as it is."""
     rows = []
     for k, (obs, candidates, _) in enumerate(decisions):
         rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k, *stream)))
-    tasks = [(playout, rollouts, rows[i : i + PART]) for i in range(0, len(rows), PART)]
+    parts = [(first, rows[first : first + CACHE_PART]) for first in range(0, len(rows), CACHE_PART)]
     found = []
-    with tqdm(total=len(rows), desc="searches", unit="decision") as bar:
-        if workers > 1:
-            with Workers(workers) as pool:
-                for part in pool.imap(search_rows, tasks):
-                    found += part
-                    bar.update(len(part))
-        else:
-            for task in tasks:
-                found += search_rows(task)
-                bar.update(len(task[2]))
+    pool = Workers(workers) if workers > 1 else contextlib.nullcontext()
+    with tqdm(total=len(rows), desc="searches", unit="decision") as bar, pool:
+        for first, part in parts if cache else [(0, rows)]:
+            path = cache / f"part-{first // CACHE_PART:06d}.npz" if cache else None
+            keys = _keys(part, playout, rollouts) if path else None
+            kept = _read_part(path, keys) if path else []
+            bar.update(len(kept))
+            todo = part[len(kept) :]
+            tasks = [(playout, rollouts, todo[i : i + PART]) for i in range(0, len(todo), PART)]
+            fresh = []
+            for scores in pool.imap(search_rows, tasks) if workers > 1 else map(search_rows, tasks):
+                fresh += scores
+                bar.update(len(scores))
+            if path and fresh:
+                _write_part(path, keys[: len(kept) + len(fresh)], kept + fresh)
+            found += kept + fresh
     return found
+
+
+class CacheError(ValueError):
+    """A file of a searches cache that cannot be used (one line)."""
+
+
+CACHE_PART = 2_000
+"""Decisions a file of a :func:`relabel` cache holds: the most searches a stop can lose."""
+MOST_PART_BYTES = 64 << 20
+"""The largest cache file read (one of :data:`CACHE_PART` decisions is a few hundred KB)."""
+
+
+def _keys(rows: list, playout: str, rollouts: int) -> np.ndarray:
+    """A 64-bit key of each ``(observation, mask, seed)`` row's search."""
+    keys = np.empty(len(rows), dtype=np.uint64)
+    for i, (obs, mask, seed) in enumerate(rows):
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update(np.ascontiguousarray(obs, dtype=np.float32).tobytes())
+        digest.update(np.flatnonzero(mask).astype(np.int64).tobytes())
+        digest.update(f"{playout}|{rollouts}|{seed}".encode())
+        keys[i] = int.from_bytes(digest.digest(), "little")
+    return keys
+
+
+def _read_part(path: Path, keys: np.ndarray) -> list:
+    """The kept searches of ``path`` for the decisions of ``keys`` (a prefix of them: those it
+    holds); ``[]`` when there is no such file; :class:`CacheError` for a file that is not a
+    part of a cache or holds other decisions' searches."""
+    if not path.exists():
+        return []
+    try:
+        if path.stat().st_size > MOST_PART_BYTES:
+            raise ValueError(f"larger than {MOST_PART_BYTES >> 20} MB")
+        with np.load(path, allow_pickle=False) as file:
+            arrays = {name: file[name] for name in ("keys", "sizes", "actions", "win", "penalty",
+                                                    "worlds")}  # fmt: skip
+        sizes = arrays["sizes"].astype(np.int64)
+        if not (arrays["keys"].shape == sizes.shape == arrays["worlds"].shape
+                and len(sizes) <= CACHE_PART and (sizes >= 0).all()
+                and arrays["actions"].shape == arrays["win"].shape == arrays["penalty"].shape
+                == (int(sizes.sum()),)):  # fmt: skip
+            raise ValueError("its arrays do not fit together")
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        raise CacheError(f"{path} is not a part of a searches cache: "
+                         f"{str(error).splitlines()[0]}") from None  # fmt: skip
+    held = min(len(keys), len(sizes))
+    if not np.array_equal(arrays["keys"][:held], keys[:held]):
+        raise CacheError(f"{path} holds the searches of other decisions (another table, seed, "
+                         f"playout or rollouts): give this run a folder of its own")  # fmt: skip
+    ends = np.cumsum(sizes[:held])
+    return [
+        Scores(arrays["actions"][end - n : end], arrays["win"][end - n : end],
+               arrays["penalty"][end - n : end], int(arrays["worlds"][i]))
+        for i, (end, n) in enumerate(zip(ends, sizes[:held], strict=True))
+    ]  # fmt: skip
+
+
+def _write_part(path: Path, keys: np.ndarray, scores: list) -> None:
+    """Write the searches ``scores`` of the decisions of ``keys`` whole to ``path``, or raise
+    :class:`CacheError` (one line)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, keys=keys, sizes=np.array([len(s.actions) for s in scores]),
+             actions=np.concatenate([s.actions for s in scores]),
+             win=np.concatenate([s.win for s in scores]),
+             penalty=np.concatenate([s.penalty for s in scores]),
+             worlds=np.array([s.worlds for s in scores]))  # fmt: skip
+    try:
+        write_atomic(path, buffer.getvalue())
+    except OSError as error:  # a full disk, say: the files written before stay whole
+        raise CacheError(f"cannot write {path}: {str(error).splitlines()[0]}") from None
 
 
 def choices(decisions: list, players: dict[str, object]) -> dict[str, list[int]]:

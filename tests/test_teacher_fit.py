@@ -86,6 +86,37 @@ def test_the_report_is_the_same_on_any_worker_count(report, tmp_path):
     assert again["epochs"] == found["epochs"] and again["teacher"] == found["teacher"]
 
 
+def test_labels_keeps_the_searches_for_a_later_run_of_the_same_games_and_seed(
+    report, tmp_path, monkeypatch, capsys
+):
+    """``--labels DIR``: the report is the one without it; a second run searches nothing (its
+    searches would fail) and writes the same report; a run of another seed in that folder is
+    refused in one line, exit 2, and writes nothing."""
+    _, found = report
+    argv = [*SMALL, "--decisions", "40", "--held-out", "12", "--epochs", "12",
+            "--learning-rate", "0.003", "--batch-size", "8",
+            "--labels", str(tmp_path / "L")]  # fmt: skip
+    assert teacher_fit.main([*argv, "--out", str(tmp_path / "first")]) == 0
+    assert sorted(p.name for p in (tmp_path / "L").iterdir()) == ["fresh", "held", "train"]
+
+    def no_search(task):
+        raise AssertionError("searched again")
+
+    monkeypatch.setattr(teacher_gap, "search_rows", no_search)
+    assert teacher_fit.main([*argv, "--out", str(tmp_path / "second")]) == 0
+    for name in ("first", "second"):
+        again = json.loads((tmp_path / name / "teacher_fit.json").read_text())
+        assert again["epochs"] == found["epochs"] and again["teacher"] == found["teacher"]
+    capsys.readouterr()
+    other = [*argv[: argv.index("--seed") + 1], "12", *argv[argv.index("--seed") + 2 :]]
+    with pytest.raises(SystemExit) as stopped:
+        teacher_fit.main([*other, "--out", str(tmp_path / "other")])
+    assert stopped.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--labels:" in line and "holds the searches of other decisions" in line
+    assert not (tmp_path / "other").exists()
+
+
 def _loss(q, labels, loss, anchor=0.0, before=None):
     q, labels = th.tensor(q), th.tensor(labels)
     before = q.detach().clone() if before is None else th.tensor(before)
