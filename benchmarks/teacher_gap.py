@@ -190,10 +190,11 @@ def relabel(
     for k, (obs, candidates, _) in enumerate(decisions):
         rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k, *stream)))
     parts = [(first, rows[first : first + CACHE_PART]) for first in range(0, len(rows), CACHE_PART)]
+    parts = parts if cache else [(0, rows)]
     found = []
     pool = Workers(workers) if workers > 1 else contextlib.nullcontext()
     with tqdm(total=len(rows), desc="searches", unit="decision") as bar, pool:
-        for first, part in parts if cache else [(0, rows)]:
+        for first, part in parts:
             path = cache / f"part-{first // CACHE_PART:06d}.npz" if cache else None
             keys = _keys(part, playout, rollouts) if path else None
             kept = _read_part(path, keys) if path else []
