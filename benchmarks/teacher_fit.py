@@ -210,15 +210,12 @@ def main(argv: list[str] | None = None) -> int:
                                cache=cache["train"], **search)  # fmt: skip
         held = game_decisions(args.games, args.held_out, held_seed, workers=args.workers,
                               cache=cache["held"], **search)  # fmt: skip
-    except CacheError as error:
+        fresh = relabel(held, args.playout, args.rollouts, held_seed, args.workers,
+                        cache=cache["fresh"])  # fmt: skip
+    except CacheError as error:  # a cache's unusable file, or one it cannot write
         parser.error(f"--labels: {error}")
     except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
         parser.error(f"--games: {str(error).splitlines()[0]}")
-    try:
-        fresh = relabel(held, args.playout, args.rollouts, held_seed, args.workers,
-                        cache=cache["fresh"])  # fmt: skip
-    except CacheError as error:
-        parser.error(f"--labels: {error}")
     # each held-out candidate's fresh regret, in the candidates' order
     lost = [candidate_regrets(scores, c)[0] for scores, (_, c, _) in zip(fresh, held, strict=True)]
     kinds = np.array([kind(obs, candidates) for obs, candidates, _ in held])
