@@ -1,8 +1,9 @@
 """What the command-line tools share: flags made from settings dataclasses, one-line errors.
 
-A settings dataclass declares each setting once, with its type, default and a docstring under
-the field; :func:`add_fields` turns every field into a ``--field-name`` flag whose help is that
-docstring (Sphinx markup removed) and its default. Flags default to ``None`` so that
+A settings dataclass declares each setting once, with its type, default, the values it takes
+(the field's ``allowed`` metadata, where it has one) and a docstring under the field;
+:func:`add_fields` turns every field into a ``--field-name`` flag whose help is that docstring
+(Sphinx markup removed), its default and those values. Flags default to ``None`` so that
 :func:`given` returns only what the user typed. Abbreviated flags are refused.
 """
 
@@ -129,6 +130,8 @@ def add_fields(
         if kind not in (int, float, str):
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {hints[f.name]}")
         shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        # The values the field declares it takes (odin_lab.training.settings.Allowed), if any.
+        allowed = f"; {f.metadata['allowed']}" if "allowed" in f.metadata else ""
         alone = {"nargs": "?", "const": consts[f.name]} if f.name in consts else {}
         if many and alone:
             raise TypeError(f"{cls.__name__}.{f.name}: a list flag cannot stand alone")
@@ -138,7 +141,7 @@ def add_fields(
             type=kind,
             default=None,
             metavar=f.name.upper(),
-            help=f"{docs.get(f.name, '')} (default: {shown})",
+            help=f"{docs.get(f.name, '')} (default: {shown}{allowed})",
             **(alone or {"nargs": "+" if many else None}),
         )
         names.append(f.name)

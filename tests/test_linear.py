@@ -376,7 +376,7 @@ def test_init_starts_from_a_linear_files_weights_on_a_feature_subset(tmp_path):
         (["--population", "1"], "population must be an integer 2-4,096"),
         (["--elite-fraction", "0"], "elite_fraction must be a finite number in (0, 1]"),
         (["--noise-floor", "nan"], "noise_floor must be a finite number in [0, 1e+06]"),
-        (["--features", "out", "nope"], "features must name one or more of out,"),
+        (["--features", "out", "nope"], "values, each one of out,"),
         (["--opponents", "learner"], "'learner' has no meaning for cem"),
         (["--init", str(BUNDLED_MODEL)], "--init"),
     ],

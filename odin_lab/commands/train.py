@@ -125,8 +125,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         first.error(f"--algo must be one of {', '.join(ALGORITHMS)}; got {known.algo!r}")
     p = parser(known.algo)
     args, rest = p.parse_known_args(argv)
+    retired = getattr(ALGORITHMS[known.algo].settings, "RETIRED", {})
     for word in rest:
         name = word.split("=", 1)[0]
+        gone = retired.get(name[2:].replace("-", "_"))
+        if gone is not None and name.startswith("--") and not gone.values:
+            p.error(gone.line(name))
         for other in ALGORITHMS.values():
             if other.name != known.algo and name in map(cli.flag, _section_fields(other.name)):
                 p.error(f"{name} is a setting of --algo {other.name}, not of {known.algo}")

@@ -27,12 +27,13 @@ from odin_lab.training.exit import ExItConfig, ExItLearner
 from odin_lab.training.learner import Algorithm
 from odin_lab.training.ppo import PPOConfig, PPOLearner
 from odin_lab.training.run import run
+from odin_lab.training.settings import drop_retired
 
 ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm("ppo", PPOConfig, PPOLearner, "PPO (MaskablePPO's update), batched engine"),
     "dmc": Algorithm("dmc", DMCConfig, DMCLearner, "deep Monte Carlo (DouZero), batched engine"),
     "cem": Algorithm("cem", CEMConfig, CEMLearner, "cross-entropy method, linear feature player"),
-    "exit": Algorithm("exit", ExItConfig, ExItLearner, "expert iteration: search labels, DMC net"),
+    "exit": Algorithm("exit", ExItConfig, ExItLearner, "expert iteration: search labels, Q-net"),
 }  # fmt: skip
 """Every algorithm ``train.py --algo`` takes, by name."""
 
@@ -63,9 +64,11 @@ def make_config(
 ) -> TrainConfig:
     """A run's settings from flat keywords, as the flags name them: the run's own and the
     algorithm's (``make_config("ppo", n_steps=64, opponents=["greedy"])``); ``TypeError``
-    naming an unknown one. The run's ``name`` defaults to the algorithm's."""
+    naming an unknown one, ``ValueError`` a retired one (:func:`odin_lab.training.settings
+    .drop_retired`). The run's ``name`` defaults to the algorithm's."""
     settings.setdefault("name", algo)
     section = algorithm(algo).settings
+    settings = drop_retired(settings, getattr(section, "RETIRED", {}))
     mine = {f.name for f in fields(section)}
     unknown = sorted(set(settings) - mine - set(run_fields()))
     if unknown:

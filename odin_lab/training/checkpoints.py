@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch as th
 
 from agents.dmc import ensemble_state, read_dmc_model
 from agents.files import write_atomic
@@ -133,6 +134,34 @@ def save_checkpoint(
     path = config.run_dir / CHECKPOINT
     write_atomic(path, save(arrays, metadata=metadata))
     return path
+
+
+def optimizer_arrays(optimizer: th.optim.Optimizer) -> tuple[dict[str, np.ndarray], dict]:
+    """A torch optimizer's state as a checkpoint holds it: its tensors as arrays named
+    ``optimizer/INDEX/NAME``, and the JSON entry of the rest (``param_groups``, and ``state``'s
+    plain numbers)."""
+    state = optimizer.state_dict()
+    tensors, plain = {}, {}
+    for index, values in state["state"].items():
+        plain[str(index)] = {}
+        for name, value in values.items():
+            if isinstance(value, th.Tensor):
+                tensors[f"optimizer/{index}/{name}"] = value.detach().cpu().numpy()
+            else:
+                plain[str(index)][name] = value
+    return tensors, {"param_groups": state["param_groups"], "state": plain}
+
+
+def load_optimizer(optimizer: th.optim.Optimizer, tensors: dict[str, Any], entry: dict) -> None:
+    """Restore the state :func:`optimizer_arrays` saved as ``tensors`` (a checkpoint's, any
+    others among them ignored) and ``entry``."""
+    state: dict[int, dict[str, Any]] = {int(i): dict(v) for i, v in entry["state"].items()}
+    for key, value in tensors.items():
+        if key.startswith("optimizer/"):
+            _, index, name = key.split("/", 2)
+            tensor = value if isinstance(value, th.Tensor) else th.from_numpy(np.array(value))
+            state.setdefault(int(index), {})[name] = tensor
+    optimizer.load_state_dict({"state": state, "param_groups": entry["param_groups"]})
 
 
 def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:
@@ -306,7 +335,7 @@ def ensemble_models(paths: list[str | Path], out: str | Path, symmetries: int = 
 __all__ = [
     "BEST", "BEST_RECORD", "CHECKPOINT", "EVALUATIONS", "KEPT", "SOUP", "RunState",
     "average_models", "best_on_record", "checkpoint_step", "drop_kept_after", "ensemble_models",
-    "kept_path",
-    "kept_policies", "load_checkpoint", "provenance", "prune_kept", "read_run",
-    "save_checkpoint", "write_best_record", "write_config", "write_evaluations",
+    "kept_path", "kept_policies", "load_checkpoint", "load_optimizer", "optimizer_arrays",
+    "provenance", "prune_kept", "read_run", "save_checkpoint", "write_best_record",
+    "write_config", "write_evaluations",
 ]  # fmt: skip
