@@ -2,7 +2,9 @@
 (short, with the settings it keeps, their other values among them) ends in the same checkpoint
 tensors, byte for byte (weights, optimizer state, snapshots, replay), as at commit 282f95f:
 ``tests/data/kept_training.json`` holds their digests, written there by this module run as a
-script (``python tests/test_training_kept.py > tests/data/kept_training.json``)."""
+script with one BLAS thread, as the tests and the commands run (``OPENBLAS_NUM_THREADS=1 python
+tests/test_training_kept.py > tests/data/kept_training.json``: the numpy players' sums, and so
+the labels of a teacher, depend on the thread count)."""
 
 from __future__ import annotations
 
