@@ -29,7 +29,7 @@ import torch as th
 from odin_env.seeding import spawn_seed
 from odin_env.symmetry import colour_relabellings, colours_in_play
 from odin_lab.training.config import MAX_STEPS, TrainConfig
-from odin_lab.training.dmc_collector import HORIZONS, Finished, TableActors
+from odin_lab.training.dmc_collector import HORIZONS, Finished, TableActors, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.qnet import QNet, QNetwork, QSettings
@@ -85,7 +85,7 @@ class DMCConfig(QSettings):
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first setting that does not fit ``run`` (each
         setting's own range: :func:`odin_lab.training.settings.check_settings`)."""
-        self.check_tables(run)
+        check_tables(self.other_tables, run)
         if self.horizon == "hand" and run.game.reward != "penalty":
             raise ValueError(
                 "horizon hand needs reward penalty (a hand's end pays nothing with reward "

@@ -50,7 +50,7 @@ from odin_env.spec import NUM_ACTIONS
 from odin_lab.evaluation.provenance import sha256
 from odin_lab.evaluation.workers import Workers
 from odin_lab.training.config import TrainConfig
-from odin_lab.training.dmc_collector import TableActors
+from odin_lab.training.dmc_collector import TableActors, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.qnet import QNet, QSettings
@@ -108,7 +108,7 @@ class ExItConfig(QSettings):
     def check(self, run: TrainConfig) -> None:
         """Raise ``ValueError`` naming the first setting that does not fit ``run`` (each
         setting's own range: :func:`odin_lab.training.settings.check_settings`)."""
-        self.check_tables(run)
+        check_tables(self.other_tables, run)
         if run.workers != 1 and self.teacher:
             raise ValueError(
                 f"workers run the searches, and a teacher labels instead: leave workers at 1 "

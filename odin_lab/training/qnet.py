@@ -27,7 +27,7 @@ from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS
 from odin_env.seeding import spawn_seed
 from odin_lab.training.checkpoints import load_optimizer, optimizer_arrays
 from odin_lab.training.config import TrainConfig, TrainingError
-from odin_lab.training.dmc_collector import check_tables, table_sizes
+from odin_lab.training.dmc_collector import table_sizes
 from odin_lab.training.learner import GAMES_STREAM, device_of
 from odin_lab.training.pool import SELF
 from odin_lab.training.settings import INF, setting
@@ -56,10 +56,6 @@ class QSettings:
     turn, the game's ``players`` first, so one network learns every listed size (the
     observation says the size). Evaluations play the game's ``players``. Empty: that size
     alone."""
-
-    def check_tables(self, run: TrainConfig) -> None:
-        """``ValueError`` naming the first of this section's settings that does not fit ``run``."""
-        check_tables(self.other_tables, run)
 
 
 class QNetwork(th.nn.Module):
