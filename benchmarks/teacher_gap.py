@@ -28,10 +28,10 @@ points a decision) and to that of the first player (a student against its start,
 Without a run (whose replay lives only as long as its folder), ``--games SPEC ...`` draws the
 decisions from seeded games of those players, one per seat (:func:`game_decisions`): the first
 spec's decisions with two legal actions or more, each cut to the ``--top`` legal actions the
-bundled one-pass network ``dmc_one`` values most (the shortlist of ``search:N:net:one``), and
+bundled one-pass network ``dmc_one`` values most (the shortlist of ``search``), and
 labelled by a search of its own (``--playout``, ``--rollouts``; decision ``k`` seeded
 ``spawn_seed(seed, k, 1)``), independent of the fresh one. The teacher is then
-``search:N:net:one`` itself:
+``search`` itself:
 
     python benchmarks/teacher_gap.py --games dmc planner planner planner --decisions 3000 \\
         --seed 20261439 --players dmc:agents/models/dmc_one.safetensors dmc --workers 2

@@ -1,4 +1,4 @@
-"""How well ``agents.search.win_chance`` foretells who wins: the search ranks its candidates by
+"""How well ``odin_env.scoring.win_chance`` foretells who wins: the search ranks its candidates by
 it and ``train.py --algo dmc --horizon win`` learns it, so its errors would be theirs.
 
 ``--agent`` (any batched agent; default ``planner``) plays every seat of ``--games`` games at
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from agents.registry import check_spec, has_batch_form, make_batch_agent
-from agents.search import win_chance
 from odin_env.batched import BatchedGames
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
+from odin_env.scoring import win_chance
 from odin_lab.cli import shell_command
 
 PRIOR = 10.0

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.search import win_chance
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
+from odin_env.scoring import win_chance
 from odin_lab.training.collector import FinishedEpisode
 from odin_lab.training.pool import LEARNER, OpponentPool
 
