@@ -1,15 +1,15 @@
-"""``benchmarks/layout_inference.py``: its placement score is 1 for the true layout and less for
+"""``research/layout_inference.py``: its placement score is 1 for the true layout and less for
 any other, the same seed gives the same figures, and bad input is refused in one line."""
 
 from __future__ import annotations
 
 import json
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
-layout_inference = benchmark_file.load("layout_inference")
+layout_inference = research_file.load("layout_inference")
 
 
 def test_placement_is_one_for_the_truth_and_counts_the_hidden_cards_put_right() -> None:
@@ -29,7 +29,7 @@ def test_the_same_seed_gives_the_same_figures_and_the_json_says_how(tmp_path) ->
         assert layout_inference.main([*args, "--out", str(tmp_path / run)]) == 0
         rows.append(json.loads((tmp_path / run / "layout_inference.json").read_text()))
     first, second = rows
-    assert first["command"].startswith("python benchmarks/layout_inference.py --deals 1")
+    assert first["command"].startswith("python research/layout_inference.py --deals 1")
     del first["command"], second["command"]
     assert first == second
     assert first["decisions"] > 10 and 0 < first["uniform"] < 1

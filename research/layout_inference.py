@@ -14,7 +14,7 @@ difference with its standard error, and the layouts by how many intervals of the
 agree with (age: 0 at the hand's first decision or where it had to start again), each against
 the uniform worlds of the decisions that had layouts of that age.
 
-    python benchmarks/layout_inference.py --sampler post --deals 25 --seed 20261425
+    python research/layout_inference.py --sampler post --deals 25 --seed 20261425
 
 ``--sampler`` has one choice left, ``post``: the tracker (``track``), which kept the layouts
 that agreed with the turns since they were made, was retired in favour of the posterior (run
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             shown = f"{cell['placement']:.4f} (uniform at the same decisions {cell['uniform']:.4f})"
         print(f"  worlds of age {cell['age']:<3} at {cell['decisions']:>6,} decisions: {shown}")
     args.out.mkdir(parents=True, exist_ok=True)
-    payload = {"command": shell_command("benchmarks/layout_inference.py", argv),
+    payload = {"command": shell_command("research/layout_inference.py", argv),
                "settings": {k: getattr(args, k) for k in ("opponent", "model", "players",
                                                           "deals", "seed", "sampler",
                                                           "particles", "rounds", "worlds")},
