@@ -201,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
     players = {}
     for spec in args.players:
+        if spec in ("labels", "random"):  # rows of their own: a player of that name would clash
+            parser.error(f"--players {spec}: the report's {spec!r} row is there already")
         try:
             check_spec(spec)
             players[spec] = make(spec)

@@ -107,6 +107,7 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
         (["--run", "RUN", "--decisions", "0"], "--decisions must be >= 1"),
         (["--run", "RUN", "--workers", "0"], "--workers must be 1-64"),
         (["--run", "RUN", "--players", "nobody"], "--players nobody: unknown agent spec 'nobody'"),
+        (["--run", "RUN", "--players", "random"], "--players random: the report's 'random' row"),
         (["--run", "RUN", "--players", "PASSER"], "chose action 3579, not one of the candidates"),
         (["--run", "RUN", "--top", "2"], "--top: a run's searches are its own"),
         (["--games", "greedy"], "--games names one player a seat, 2-6 of them; got 1"),
