@@ -1,4 +1,4 @@
-"""``benchmarks/search_strength.py``: the search's games are the same whatever the worker count
+"""``research/search_strength.py``: the search's games are the same whatever the worker count
 and however the deals are cut into parts, the parts make the whole tournament, and a stopped run
 resumes from the parts it wrote."""
 
@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 ROOT = Path(__file__).resolve().parents[1]
-search_strength = benchmark_file.load("search_strength")
+search_strength = research_file.load("search_strength")
 
 TIMINGS = ("median_ms", "p90_ms")
 
@@ -63,7 +63,7 @@ def test_a_part_of_another_run_is_one_line_and_exit_2(tmp_path):
     part.write_text(json.dumps({"settings": {"seed": 1}, "records": [], "times": []}))
     before = part.read_bytes()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
+        [sys.executable, str(ROOT / "research" / "search_strength.py"), "--budgets", "4",
          "--opponent", "greedy", "--players", "3", "--deals", "1", "--seed", "7", "--workers",
          "1", "--out", str(tmp_path), "--resume"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
@@ -127,7 +127,7 @@ def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path
 )  # fmt: skip
 def test_bad_see_share_or_others_is_one_line_and_exit_2(bad, message, tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
+        [sys.executable, str(ROOT / "research" / "search_strength.py"), "--budgets", "4",
          "--deals", "1", "--out", str(tmp_path / "out"), *bad],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip

@@ -6,7 +6,7 @@ the median and 90th-percentile time of a search decision (forced decisions exclu
 writes them to ``--out`` as CSV and JSON with a plot of win share against median decision time
 (``--json PATH``: the JSON also there).
 
-    python benchmarks/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
+    python research/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
 
 Each deal is played from every seat; deals go to ``--workers`` processes in parts of
 :data:`PART` deals (a progress bar counts them), and the games do not depend on the worker count
@@ -323,7 +323,7 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         **_sees_setting(args.sees),
         **_others_setting(args.others),
     }
-    command = shell_command("benchmarks/search_strength.py")
+    command = shell_command("research/search_strength.py")
     report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)
     for path in [args.out / "search_strength.json"] + ([args.json] if args.json else []):
         path.parent.mkdir(parents=True, exist_ok=True)
