@@ -1,6 +1,6 @@
 """The worlds a search plays in: the position an observer sees, read from its observation alone
 (:func:`position`), and layouts of the cards it has not seen that agree with everything public
-(:func:`sample_hands`). Moved out of :mod:`agents.search`, which samples and plays them."""
+(:func:`sample_hands`), for :mod:`agents.search`, which samples and plays them."""
 
 from __future__ import annotations
 

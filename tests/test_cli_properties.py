@@ -265,8 +265,8 @@ def test_every_command_runs_numpy_with_one_blas_thread_unless_the_user_says(user
 def test_a_results_command_is_read_back_by_a_shell_as_its_very_arguments(argv):
     """``shell_command``: the ``"command"`` of every result file; a shell reads it back as the
     very arguments it was run with, spaces, quotes and all (``None``: this process's)."""
-    line = shell_command("benchmarks/table_sizes.py", argv)
-    assert shlex.split(line) == ["python", "benchmarks/table_sizes.py", *argv]
+    line = shell_command("research/table_sizes.py", argv)
+    assert shlex.split(line) == ["python", "research/table_sizes.py", *argv]
     assert shell_command("evaluate.py") == shlex.join(["python", "evaluate.py", *sys.argv[1:]])
 
 

@@ -99,21 +99,15 @@ def test_provenance_hashes_every_kind_of_model_file_it_plays(tmp_path):
 
     dmc = tmp_path / "q.safetensors"
     dmc.write_bytes(b"any bytes: the hash is of the file, not of what it holds")
-    specs = [f"dmc:{dmc}", f"linear:{BUNDLED_LINEAR}", "linear", "greedy", "search:8"]
+    specs = [f"dmc:{dmc}", f"linear:{BUNDLED_LINEAR}", "linear", "greedy"]
     assert model_files(specs) == {
         f"dmc:{dmc}": sha256(dmc),
         f"linear:{BUNDLED_LINEAR}": sha256(BUNDLED_LINEAR),
         f"linear/{BUNDLED_LINEAR.name}": sha256(BUNDLED_LINEAR),
     }
-    # A search that asks the bundled network depends on its file as much as dmc does.
-    from agents.dmc import BUNDLED_DMC
-
-    bundled = {f"dmc/{BUNDLED_DMC.name}": sha256(BUNDLED_DMC)}
-    for spec in ("search:64:net", "search:netleaf", "search:8:model:netplay"):
-        assert model_files([spec]) == bundled, spec
-    assert model_files(["search:64:model"]) == {}
+    # A search's shortlist is the one-pass network's: it depends on that file as dmc on its own.
     from agents.dmc import BUNDLED_DMC_ONE
 
     one = {f"dmc/{BUNDLED_DMC_ONE.name}": sha256(BUNDLED_DMC_ONE)}
-    assert model_files(["search:64:net:netself:one"]) == one
-    assert model_files(["search:64:net", "search:net:one"]) == {**bundled, **one}
+    for spec in ("search", "search:8", "search:5ms:race"):
+        assert model_files([spec, "greedy"]) == one, spec

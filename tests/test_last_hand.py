@@ -1,4 +1,4 @@
-"""``benchmarks/last_hand.py``: the count of who ends the last hands reads a tournament's
+"""``research/last_hand.py``: the count of who ends the last hands reads a tournament's
 games.csv right and refuses other files in one line; the rule never goes out into a game it
 loses while another legal action remains, and leaves every other choice to the network; the
 search at game point decides exactly the game-point decisions with a choice; the paired games are
@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 from odin_env.cards import parse_card
 from odin_env.observation import observe
@@ -20,7 +20,7 @@ from odin_env.rules import Config, Game
 from odin_env.spec import NUM_ACTIONS, NUM_COMBOS
 
 ROOT = Path(__file__).resolve().parents[1]
-last_hand = benchmark_file.load("last_hand")
+last_hand = research_file.load("last_hand")
 
 GAMES = """deal,rotation,seed,seats,first_leader,hand_penalties,totals,winners,winner_seats
 0,0,1,a b c,0,0-4-6;5-0-9,5-4-15,b,1
@@ -58,7 +58,7 @@ def test_count_refuses_a_file_that_is_not_a_games_csv_in_one_line(tmp_path):
     path = tmp_path / "notes.csv"
     path.write_text("a,b\n1,2\n")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "last_hand.py"), "count", str(path)],
+        [sys.executable, str(ROOT / "research" / "last_hand.py"), "count", str(path)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""

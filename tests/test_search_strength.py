@@ -1,4 +1,4 @@
-"""``benchmarks/search_strength.py``: the search's games are the same whatever the worker count
+"""``research/search_strength.py``: the search's games are the same whatever the worker count
 and however the deals are cut into parts, the parts make the whole tournament, and a stopped run
 resumes from the parts it wrote."""
 
@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 ROOT = Path(__file__).resolve().parents[1]
-search_strength = benchmark_file.load("search_strength")
+search_strength = research_file.load("search_strength")
 
 TIMINGS = ("median_ms", "p90_ms")
 
@@ -63,7 +63,7 @@ def test_a_part_of_another_run_is_one_line_and_exit_2(tmp_path):
     part.write_text(json.dumps({"settings": {"seed": 1}, "records": [], "times": []}))
     before = part.read_bytes()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
+        [sys.executable, str(ROOT / "research" / "search_strength.py"), "--budgets", "4",
          "--opponent", "greedy", "--players", "3", "--deals", "1", "--seed", "7", "--workers",
          "1", "--out", str(tmp_path), "--resume"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
@@ -123,12 +123,11 @@ def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path
      (["--see-share", "0.5", "--see-all"], "give one of them"),
      (["--others", "nobody"], "--others: unknown agent spec 'nobody'"),
      (["--others", "search:8"], "has no batched form"),
-     (["--others", "dmc:no.safetensors"], "--others: no DMC model at no.safetensors"),
-     (["--others", "greedy", "--budgets", "4:netplay"], "each set the playouts' other seats")],
+     (["--others", "dmc:no.safetensors"], "--others: no DMC model at no.safetensors")],
 )  # fmt: skip
 def test_bad_see_share_or_others_is_one_line_and_exit_2(bad, message, tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
+        [sys.executable, str(ROOT / "research" / "search_strength.py"), "--budgets", "4",
          "--deals", "1", "--out", str(tmp_path / "out"), *bad],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
@@ -169,11 +168,9 @@ def test_see_share_keeps_that_share_of_the_hidden_cards_in_their_seats_and_deals
         assert abs(right.mean() - expected) < 0.03, (share, right.mean(), expected)
 
 
-def test_others_plays_the_other_seats_of_the_playouts_and_the_own_seat_as_before(tmp_path):
-    """``--others SPEC`` (:func:`model_others`): the playouts' other seats are SPEC's, the
-    searcher's own seat stays the spec's (``planner``, or the network with ``:netself``); its
-    rows and parts are its own."""
-    from agents.dmc import DMCAgent
+def test_others_plays_every_seat_of_the_playouts(tmp_path):
+    """``--others SPEC`` (:func:`model_others`): every seat of the playouts is SPEC's; its rows
+    and parts are its own."""
     from agents.registry import make
     from agents.search import SearchAgent
     from odin_env.observation import observe
@@ -188,13 +185,10 @@ def test_others_plays_the_other_seats_of_the_playouts_and_the_own_seat_as_before
     assert mask.sum() > 2
     search = make("search:64", seed=4)
     search_strength.model_others(search, "greedy")
-    split = search.evaluate(obs, mask).win
-    reference = SearchAgent(seed=4, rollouts=64, policy="greedy", own="planner")
-    np.testing.assert_array_equal(split, reference.evaluate(obs, mask).win)
-    assert not np.array_equal(split, make("search:64", seed=4).evaluate(obs, mask).win)
-    netself = make("search:8:net:netself:one")
-    search_strength.model_others(netself, "shaper")
-    assert isinstance(netself.own, DMCAgent) and not isinstance(netself.policy, DMCAgent)
+    others = search.evaluate(obs, mask).win
+    reference = SearchAgent(seed=4, rollouts=64, policy="greedy")
+    np.testing.assert_array_equal(others, reference.evaluate(obs, mask).win)
+    assert not np.array_equal(others, make("search:64", seed=4).evaluate(obs, mask).win)
 
     row = search_strength.measure("search:4", "greedy", 3, 15, deals=1, seed=7, workers=1,
                                   out=tmp_path, others="random")  # fmt: skip

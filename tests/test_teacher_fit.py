@@ -1,4 +1,4 @@
-"""``benchmarks/teacher_fit.py``: a student fitted on the search's labels of some decisions and
+"""``research/teacher_fit.py``: a student fitted on the search's labels of some decisions and
 scored, by a fresh search, on decisions it never saw; the losses teach what they say; the same
 report on any worker count; bad input in one line."""
 
@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import json
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 import torch as th
 
 from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent
 from agents.search import score_candidates
 from odin_env.seeding import spawn_seed
+from odin_lab.training.labels import candidate_mask, game_decisions
 
-teacher_fit = benchmark_file.load("teacher_fit")
-teacher_gap = benchmark_file.load("teacher_gap")
+teacher_fit = research_file.load("teacher_fit")
 
 SMALL = ["--games", "dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random", "--rollouts", "8",
          "--playout", "greedy", "--top", "3", "--seed", "11"]  # fmt: skip
@@ -42,14 +42,14 @@ def test_the_student_fits_its_labels_and_is_scored_by_a_fresh_search(report):
     assert found["settings"]["student"] == "agents/models/dmc_one.safetensors"  # no machine path
     assert epochs[-1]["share_as_labels"] > epochs[0]["share_as_labels"] + 0.1
     held_seed = spawn_seed(11, 1)
-    held = teacher_gap.game_decisions(
+    held = game_decisions(
         ["dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random"], 12, held_seed,
         top=3, playout="greedy", rollouts=8, workers=1,
     )  # fmt: skip
     student = DMCAgent.load(BUNDLED_DMC_ONE)
     regret, teacher = [], []
     for k, (obs, candidates, labels) in enumerate(held):
-        mask = teacher_gap.candidate_mask(candidates)
+        mask = candidate_mask(candidates)
         scores = score_candidates(obs, mask, rollouts=8, seed=spawn_seed(held_seed, k),
                                   policy="greedy")  # fmt: skip
         lost = scores.penalty - scores.penalty.min()  # in ascending action order, as candidates
@@ -66,7 +66,7 @@ def test_the_student_fits_its_labels_and_is_scored_by_a_fresh_search(report):
     )
     # The saved student is the last epoch's: it picks as that row says on the training labels.
     saved = DMCAgent.load(out / "fitted.safetensors")
-    train = teacher_gap.game_decisions(
+    train = game_decisions(
         ["dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random"], 40, 11,
         top=3, playout="greedy", rollouts=8, workers=1,
     )  # fmt: skip
@@ -102,7 +102,7 @@ def test_labels_keeps_the_searches_for_a_later_run_of_the_same_games_and_seed(
     def no_search(task):
         raise AssertionError("searched again")
 
-    monkeypatch.setattr(teacher_gap, "search_rows", no_search)
+    monkeypatch.setattr("odin_lab.training.labels.search_rows", no_search)
     assert teacher_fit.main([*argv, "--out", str(tmp_path / "second")]) == 0
     for name in ("first", "second"):
         again = json.loads((tmp_path / name / "teacher_fit.json").read_text())

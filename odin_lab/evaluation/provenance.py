@@ -52,8 +52,8 @@ def sha256(path: Path) -> str:
 def model_files(specs: Sequence[str]) -> dict[str, str]:
     """The sha256 of each model file the specs play: ``ppo:PATH``, ``dmc:PATH`` and
     ``linear:PATH`` by their spec, the bundled models of ``ppo``, ``dmc`` and ``linear`` as
-    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE`` (``dmc/FILE`` too for a search that asks a
-    bundled network: ``search:N:net``, ``search:N:net:one``, ...)."""
+    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE`` (``dmc/FILE`` too for a ``search``: the
+    network that shortlists its candidates)."""
     files = {}
     for spec in dict.fromkeys(specs):
         name, _, path = spec.partition(":")

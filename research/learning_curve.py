@@ -1,6 +1,6 @@
-"""A from-scratch learning benchmark: the win rate an agent of one of the lab's algorithms
-(``--algo``, default DMC) reaches after fixed amounts of training wall-clock time, against
-3 x greedy and 3 x planner (4 players).
+"""How fast an algorithm learns from scratch: the win rate an agent of one of the lab's
+algorithms (``--algo``, default DMC) reaches after fixed amounts of training wall-clock time,
+against 3 x greedy and 3 x planner (4 players).
 
 A new learner is trained with the algorithm's default settings (changed with ``--set NAME=VALUE``,
 e.g. ``--set critic=full``) on the batched engine (``selfplay_batch`` games in lockstep, one torch
@@ -16,7 +16,7 @@ opponent. A row is printed per (point, opponent) as soon as it is known; after e
 ``OUT/learning_curve.json``, ``.csv`` and ``.png`` (and ``.pdf``) are rewritten atomically, so
 Ctrl-C or a kill loses nothing already measured.
 
-    python benchmarks/learning_curve.py [--algo ppo] [--set NAME=VALUE ...]
+    python research/learning_curve.py [--algo ppo] [--set NAME=VALUE ...]
         [--minutes 10 30 60] [--deals 500] [--seed 0]
         [--eval-seed 20261203] [--opponents greedy planner] [--train-opponents greedy]
         [--out results/learning_curve] [--workers 1]
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     parity = 1 / players
     report = {
         "benchmark": "learning_curve",
-        "command": shell_command("benchmarks/learning_curve.py", argv),
+        "command": shell_command("research/learning_curve.py", argv),
         "settings": {
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "config"
         },  # the run's settings are the facts' train_config

@@ -1,4 +1,4 @@
-"""``benchmarks/win_chance.py``: how well the search's win chance foretells the winner, from
+"""``research/win_chance.py``: how well the search's win chance foretells the winner, from
 self-play positions; the same figures for the same seed, and bad input in one line."""
 
 from __future__ import annotations
@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 import math
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 from odin_env.rules import Config
 
-win_chance_benchmark = benchmark_file.load("win_chance")
+win_chance_study = research_file.load("win_chance")
 
 
 def test_positions_are_the_totals_between_hands_paired_with_the_games_win():
-    totals, shares, number = win_chance_benchmark.play("planner", Config(players=3), 60, seed=2)
+    totals, shares, number = win_chance_study.play("planner", Config(players=3), 60, seed=2)
     assert totals.shape == shares.shape and totals.shape[1] == 3
     assert (totals.max(axis=1) < Config().threshold).all()  # no game had ended yet
     np.testing.assert_allclose(shares.sum(axis=1), 1.0)
@@ -29,7 +29,7 @@ def test_positions_are_the_totals_between_hands_paired_with_the_games_win():
 
 
 def test_log_loss_by_hand():
-    loss = win_chance_benchmark.log_loss(np.array([0.5, 0.9]), np.array([1.0, 0.0]))
+    loss = win_chance_study.log_loss(np.array([0.5, 0.9]), np.array([1.0, 0.0]))
     assert loss == pytest.approx((math.log(2) + math.log(10)) / 2)
 
 
@@ -37,12 +37,12 @@ def test_the_report_is_the_same_for_the_same_seed_and_beats_parity(tmp_path):
     reports = []
     for name in ("a", "b"):
         out = tmp_path / name
-        assert win_chance_benchmark.main(["--players", "2", "4", "--games", "300", "--seed", "4",
+        assert win_chance_study.main(["--players", "2", "4", "--games", "300", "--seed", "4",
                                           "--out", str(out)]) == 0  # fmt: skip
         assert (out / "win_chance.png").stat().st_size > 0
         reports.append(json.loads((out / "win_chance.json").read_text()))
     assert reports[0]["rows"] == reports[1]["rows"]
-    assert reports[0]["command"].startswith("python benchmarks/win_chance.py --players 2 4")
+    assert reports[0]["command"].startswith("python research/win_chance.py --players 2 4")
     assert [row["players"] for row in reports[0]["rows"]] == [2, 4]
     for row in reports[0]["rows"]:
         # The totals say something about the winner.
@@ -64,7 +64,7 @@ def test_the_report_is_the_same_for_the_same_seed_and_beats_parity(tmp_path):
 )
 def test_bad_input_is_one_line_and_exit_2(args, named, tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
-        win_chance_benchmark.main([*args, "--out", str(tmp_path / "x")])
+        win_chance_study.main([*args, "--out", str(tmp_path / "x")])
     assert stopped.value.code == 2
     assert named in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (tmp_path / "x").exists()

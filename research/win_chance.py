@@ -1,4 +1,4 @@
-"""How well ``agents.search.win_chance`` foretells who wins: the search ranks its candidates by
+"""How well ``odin_env.scoring.win_chance`` foretells who wins: the search ranks its candidates by
 it and ``train.py --algo dmc --horizon win`` learns it, so its errors would be theirs.
 
 ``--agent`` (any batched agent; default ``planner``) plays every seat of ``--games`` games at
@@ -16,7 +16,7 @@ the log loss (per seat, ``-[y log p + (1 - y) log(1 - p)]``, lower is better) of
 and a reliability curve (``win_chance`` in tenths against the share won), plotted in
 ``win_chance.png``.
 
-    python benchmarks/win_chance.py --players 2 3 4 5 6 --games 20000 --seed 20261390
+    python research/win_chance.py --players 2 3 4 5 6 --games 20000 --seed 20261390
 
 The same seed gives the same figures.
 """
@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from agents.registry import check_spec, has_batch_form, make_batch_agent
-from agents.search import win_chance
 from odin_env.batched import BatchedGames
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
+from odin_env.scoring import win_chance
 from odin_lab.cli import shell_command
 
 PRIOR = 10.0
@@ -154,7 +154,7 @@ def _write(
 
     settings = {"agent": args.agent, "threshold": args.threshold, "games": args.games,
                 "seed": args.seed}  # fmt: skip
-    report = {"command": shell_command("benchmarks/win_chance.py", argv), "settings": settings,
+    report = {"command": shell_command("research/win_chance.py", argv), "settings": settings,
               "rows": rows, "reliability": reliability}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     temporary = args.out / "win_chance.json.tmp"

@@ -6,7 +6,7 @@ interval against parity (1 / players), and writes them to ``--out`` as JSON with
 win share against table size (``--json PATH``: the JSON also there; the docs' tables are made
 from it).
 
-    python benchmarks/table_sizes.py --agent dmc --opponents planner greedy --games 2000 \\
+    python research/table_sizes.py --agent dmc --opponents planner greedy --games 2000 \\
         --seed 20261240
 
 Each deal is played from every seat (``--games`` is rounded up to whole deals); the games do
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 def _write(rows: list[dict], args: argparse.Namespace, argv: list[str]) -> None:
     from matplotlib.figure import Figure
 
-    command = shell_command("benchmarks/table_sizes.py", argv)
+    command = shell_command("research/table_sizes.py", argv)
     settings = {"agent": args.agent, "games": args.games, "seed": args.seed}
     report = json.dumps({"command": command, "settings": settings, "rows": rows}, indent=2)
     for path in [args.out / "table_sizes.json"] + ([args.json] if args.json else []):

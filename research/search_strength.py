@@ -6,7 +6,7 @@ the median and 90th-percentile time of a search decision (forced decisions exclu
 writes them to ``--out`` as CSV and JSON with a plot of win share against median decision time
 (``--json PATH``: the JSON also there).
 
-    python benchmarks/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
+    python research/search_strength.py --budgets 16 64 256 --deals 100 --seed 20261201
 
 Each deal is played from every seat; deals go to ``--workers`` processes in parts of
 :data:`PART` deals (a progress bar counts them), and the games do not depend on the worker count
@@ -23,10 +23,10 @@ it reaches says what an inference of that accuracy (``layout_inference.py``'s pl
 be worth.
 
 ``--others SPEC`` has another player (any spec with a batched form: a network, a linear player)
-play the other seats of the search's playouts, in place of ``planner``; the searcher's own seat
-of the playouts stays as the budget's spec makes it. It asks whether a search that models the
-table with another player, or with the very player it meets, wins more against it. Its parts and
-rows are its own.
+play every seat of the search's playouts, in place of ``planner`` (until commit 282f95f the
+searcher's own seat stayed ``planner``). It asks whether a search that models the table with
+another player, or with the very player it meets, wins more against it. Its parts and rows are
+its own.
 """
 
 from __future__ import annotations
@@ -131,10 +131,8 @@ def _sees_suffix(sees: float) -> str:
 
 
 def model_others(search, others: str) -> None:
-    """``search``'s playouts with ``others`` (a spec with a batched form) in the other seats,
-    its own seat played as before (``own``, else the playout policy)."""
-    own = search.own if search.own is not None else search.policy
-    search.policy, search.own = make_batch_agent(others, seed=0), own
+    """``search``'s playouts with ``others`` (a spec with a batched form) in every seat."""
+    search.policy = make_batch_agent(others, seed=0)
 
 
 def _part(args: tuple) -> tuple[list, list[float]]:
@@ -260,8 +258,8 @@ def main() -> None:
     )  # fmt: skip
     p.add_argument(
         "--others", metavar="SPEC",
-        help="the player of the other seats in the search's playouts (a spec with a batched "
-        "form; default: the spec's own, planner)",
+        help="the player of every seat of the search's playouts (a spec with a batched form; "
+        "default: planner)",
     )  # fmt: skip
     args = p.parse_args()
     if args.see_share is not None and not 0 < args.see_share < 1:
@@ -275,7 +273,7 @@ def main() -> None:
         except ValueError as error:
             p.error(str(error))
     if args.others:
-        _check_others(p, args.others, args.budgets)
+        _check_others(p, args.others)
     rows = []
     print(
         f"search vs {args.players - 1} x {args.opponent}, {args.players} players, threshold "
@@ -300,19 +298,14 @@ def main() -> None:
     _write(rows, args)
 
 
-def _check_others(p: argparse.ArgumentParser, others: str, budgets: list[str]) -> None:
-    """Exit 2 (one line) unless ``others`` can play the other seats of every budget's
-    playouts: a spec with a batched form (built here once, so a model file is read before the
-    tournament, not first in a worker), and no budget whose playouts another option sets."""
+def _check_others(p: argparse.ArgumentParser, others: str) -> None:
+    """Exit 2 (one line) unless ``others`` can play the search's playouts: a spec with a
+    batched form (built here once, so a model file is read before the tournament, not first in
+    a worker)."""
     try:
         make_batch_agent(others)
     except (ValueError, OSError) as error:
         p.error(f"--others: {str(error).splitlines()[0]}")
-    for budget in budgets:
-        taken = [o for o in ("netplay", "post") if o in budget.split(":")]
-        if taken:
-            p.error(f"--others and :{taken[0]} (search:{budget}) each set the playouts' other "
-                    "seats: give one of them")  # fmt: skip
 
 
 def _write(rows: list[dict], args: argparse.Namespace) -> None:
@@ -330,7 +323,7 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
         **_sees_setting(args.sees),
         **_others_setting(args.others),
     }
-    command = shell_command("benchmarks/search_strength.py")
+    command = shell_command("research/search_strength.py")
     report = json.dumps({"command": command, "settings": settings, "budgets": rows}, indent=2)
     for path in [args.out / "search_strength.json"] + ([args.json] if args.json else []):
         path.parent.mkdir(parents=True, exist_ok=True)

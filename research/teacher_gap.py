@@ -2,7 +2,7 @@
 
 ``train.py --algo exit --replay N`` keeps the search's labels of its latest decisions in its
 checkpoint: each decision's observation, its searched candidates and their labels. This
-benchmark takes the last ``--decisions`` of them that have two candidates or more and searches
+script takes the last ``--decisions`` of them that have two candidates or more and searches
 each once more, with an independent seed (the run's ``playout`` and ``rollouts``; decision ``k``
 of those taken is seeded ``spawn_seed(seed, k)``). A choice among a decision's candidates is
 then scored by those fresh labels: its *regret*, the fresh mean penalty for the hand of the
@@ -17,23 +17,23 @@ ones, so the teacher's own choice is scored without its own noise. Rows, printed
   once; ``act`` is given the candidates as its mask);
 
 each with its mean and standard error over the decisions (and within each table size,
-``by_players``, and each kind of decision, ``by_kind``: see :func:`kind`), its share of the
+``by_players``, and each kind of decision, ``by_kind``: see ``labels.kind``), its share of the
 decisions where it chose as ``labels`` did, and, for a player, the paired difference of its
 regret to that of ``labels`` (how much of the teacher's play it has not learnt, in penalty
 points a decision) and to that of the first player (a student against its start, say).
 
-    python benchmarks/teacher_gap.py --run runs/exit_s512 --decisions 3000 --seed 20261435 \\
+    python research/teacher_gap.py --run runs/exit_s512 --decisions 3000 --seed 20261435 \\
         --players dmc:agents/models/dmc_one.safetensors dmc --workers 2
 
 Without a run (whose replay lives only as long as its folder), ``--games SPEC ...`` draws the
-decisions from seeded games of those players, one per seat (:func:`game_decisions`): the first
-spec's decisions with two legal actions or more, each cut to the ``--top`` legal actions the
-bundled one-pass network ``dmc_one`` values most (the shortlist of ``search:N:net:one``), and
-labelled by a search of its own (``--playout``, ``--rollouts``; decision ``k`` seeded
-``spawn_seed(seed, k, 1)``), independent of the fresh one. The teacher is then
-``search:N:net:one`` itself:
+decisions from seeded games of those players, one per seat (``game_decisions`` of
+:mod:`odin_lab.training.labels`): the first spec's decisions with two legal actions or more,
+each cut to the ``--top`` legal actions the bundled one-pass network ``dmc_one`` values most
+(the shortlist of ``search``), and labelled by a search of its own (``--playout``,
+``--rollouts``; decision ``k`` seeded ``spawn_seed(seed, k, 1)``), independent of the fresh
+one. The teacher is then ``search`` itself:
 
-    python benchmarks/teacher_gap.py --games dmc planner planner planner --decisions 3000 \\
+    python research/teacher_gap.py --games dmc planner planner planner --decisions 3000 \\
         --seed 20261439 --players dmc:agents/models/dmc_one.safetensors dmc --workers 2
 
 The same seed gives the same figures for any ``--workers``.
@@ -42,37 +42,29 @@ The same seed gives the same figures for any ``--workers``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
-import io
 import json
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
-from agents.base import legal_actions
-from agents.dmc import BUNDLED_DMC_ONE, DMCAgent
 from agents.files import write_atomic
-from agents.hand import see
-from agents.heuristics import HEURISTICS
-from agents.registry import SEARCH_MAX_ROLLOUTS, check_spec, make
-from agents.search import ROLLOUTS, TOP, Scores, top_actions
+from agents.registry import check_spec, make
+from agents.search import ROLLOUTS, TOP
 from odin_env.observation import views
-from odin_env.rules import Config
-from odin_env.seeding import spawn_seed
-from odin_env.spec import NUM_ACTIONS, PASS
 from odin_lab.cli import shell_command
-from odin_lab.evaluation.tournament import play_deals
-from odin_lab.evaluation.workers import Workers
 from odin_lab.training import TrainingError, read_config
 from odin_lab.training.checkpoints import CHECKPOINT, load_checkpoint
-from odin_lab.training.exit import LEARNER_PLAYOUT, kept_labels, search_rows
+from odin_lab.training.exit import LEARNER_PLAYOUT, kept_labels
+from odin_lab.training.labels import (
+    candidate_mask,
+    candidate_regrets,
+    check_teacher,
+    game_decisions,
+    kind,
+    relabel,
+)
 
-PART = 25
-"""Decisions a worker searches at a time."""
 MOST_WORKERS = 64
 
 
@@ -103,184 +95,6 @@ def kept_decisions(run: Path, last: int) -> tuple[dict, list[tuple[np.ndarray, .
     return {"playout": settings.playout, "rollouts": settings.rollouts}, kept[-last:]
 
 
-class _Recorder:
-    """A player that keeps every observation and mask it is asked to act on with two legal
-    actions or more, until it holds ``most``."""
-
-    def __init__(self, agent, most: int):
-        self.agent, self.name, self.most, self.seen = agent, agent.name, most, []
-
-    def reset(self, seat: int, seed: int | None = None) -> None:
-        self.agent.reset(seat, seed)
-
-    def act(self, observation, mask) -> int:
-        if np.count_nonzero(mask) > 1 and len(self.seen) < self.most:
-            self.seen.append((observation.copy(), mask.copy()))
-        return self.agent.act(observation, mask)
-
-
-DEALS_AT_ONCE = 25
-"""Deals played between checks of whether enough decisions are drawn."""
-
-
-def game_decisions(
-    specs: list[str],
-    most: int,
-    seed: int,
-    top: int,
-    playout: str,
-    rollouts: int,
-    workers: int,
-    cache: Path | None = None,
-) -> list[tuple[np.ndarray, ...]]:
-    """``most`` decisions of the first of ``specs`` (one per seat, rotated seats) in the games
-    of seed ``seed`` with two legal actions or more, in the order played: ``(observation,
-    candidates, labels)``. The candidates: the ``top`` legal actions the bundled ``dmc_one``
-    values most (ties: the lower action; ``0``: every legal one); the labels: minus each
-    candidate's mean penalty for the hand, by a search (``playout``, ``rollouts``) of decision
-    ``k`` seeded ``spawn_seed(seed, k, 1)``, kept in ``cache`` (:func:`relabel`)."""
-    agents = [make(spec) for spec in specs]
-    recorder = _Recorder(agents[0], most)
-    table, config, start = [recorder, *agents[1:]], Config(players=len(specs)), 0
-    while len(recorder.seen) < most:
-        play_deals(table, config, range(start, start + DEALS_AT_ONCE), seed=seed, engine="single")
-        start += DEALS_AT_ONCE
-    shortlist = DMCAgent.load(BUNDLED_DMC_ONE) if top else None
-    drawn = []
-    for obs, mask in recorder.seen:
-        if shortlist is not None and np.count_nonzero(mask) > top:
-            mask = top_actions(shortlist.values(obs[None], mask[None])[0], mask, top)
-        drawn.append((obs, legal_actions(mask), None))
-    teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,), cache=cache)
-    # A search scores the legal actions of its mask in ascending order: the candidates' order.
-    return [
-        (obs, candidates, -scores.penalty)
-        for (obs, candidates, _), scores in zip(drawn, teacher, strict=True)
-    ]
-
-
-def candidate_mask(candidates: np.ndarray) -> np.ndarray:
-    """The action mask whose legal actions are ``candidates``: what the search and the players
-    are given."""
-    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-    mask[candidates] = 1
-    return mask
-
-
-def relabel(
-    decisions: list[tuple[np.ndarray, ...]],
-    playout: str,
-    rollouts: int,
-    seed: int,
-    workers: int,
-    stream: tuple[int, ...] = (),
-    cache: Path | None = None,
-) -> list:
-    """The search's fresh :class:`agents.search.Scores` of each decision's candidates, decision
-    ``k`` seeded ``spawn_seed(seed, k, *stream)``, on ``workers`` processes (the same for any
-    count).
-
-    With ``cache`` (a folder) the searches are kept there in files of :data:`CACHE_PART`
-    decisions, each written whole as it is done: a stopped call loses at most one file's
-    searches, and a later call (of as many decisions, or more, or fewer) searches only what the
-    folder lacks. Every kept search carries a key of its decision (observation, candidates,
-    playout, rollouts and seed); a file whose keys are not those of the decisions asked (another
-    table, seed or search) is refused, :class:`CacheError` (one line), and left as it is."""
-    rows = []
-    for k, (obs, candidates, _) in enumerate(decisions):
-        rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k, *stream)))
-    parts = [(first, rows[first : first + CACHE_PART]) for first in range(0, len(rows), CACHE_PART)]
-    parts = parts if cache else [(0, rows)]
-    found = []
-    pool = Workers(workers) if workers > 1 else contextlib.nullcontext()
-    with tqdm(total=len(rows), desc="searches", unit="decision") as bar, pool:
-        for first, part in parts:
-            path = cache / f"part-{first // CACHE_PART:06d}.npz" if cache else None
-            keys = _keys(part, playout, rollouts) if path else None
-            kept = _read_part(path, keys) if path else []
-            bar.update(len(kept))
-            todo = part[len(kept) :]
-            tasks = [(playout, rollouts, todo[i : i + PART]) for i in range(0, len(todo), PART)]
-            fresh = []
-            for scores in pool.imap(search_rows, tasks) if workers > 1 else map(search_rows, tasks):
-                fresh += scores
-                bar.update(len(scores))
-            if path and fresh:
-                _write_part(path, keys[: len(kept) + len(fresh)], kept + fresh)
-            found += kept + fresh
-    return found
-
-
-class CacheError(ValueError):
-    """A file of a searches cache that cannot be used (one line)."""
-
-
-CACHE_PART = 2_000
-"""Decisions a file of a :func:`relabel` cache holds: the most searches a stop can lose."""
-MOST_PART_BYTES = 64 << 20
-"""The largest cache file read (one of :data:`CACHE_PART` decisions is a few hundred KB)."""
-
-
-def _keys(rows: list, playout: str, rollouts: int) -> np.ndarray:
-    """A 64-bit key of each ``(observation, mask, seed)`` row's search."""
-    keys = np.empty(len(rows), dtype=np.uint64)
-    for i, (obs, mask, seed) in enumerate(rows):
-        digest = hashlib.blake2b(digest_size=8)
-        digest.update(np.ascontiguousarray(obs, dtype=np.float32).tobytes())
-        digest.update(np.flatnonzero(mask).astype(np.int64).tobytes())
-        digest.update(f"{playout}|{rollouts}|{seed}".encode())
-        keys[i] = int.from_bytes(digest.digest(), "little")
-    return keys
-
-
-def _read_part(path: Path, keys: np.ndarray) -> list:
-    """The kept searches of ``path`` for the decisions of ``keys`` (a prefix of them: those it
-    holds); ``[]`` when there is no such file; :class:`CacheError` for a file that is not a
-    part of a cache or holds other decisions' searches."""
-    if not path.exists():
-        return []
-    try:
-        if path.stat().st_size > MOST_PART_BYTES:
-            raise ValueError(f"larger than {MOST_PART_BYTES >> 20} MB")
-        with np.load(path, allow_pickle=False) as file:
-            arrays = {name: file[name] for name in ("keys", "sizes", "actions", "win", "penalty",
-                                                    "worlds")}  # fmt: skip
-        sizes = arrays["sizes"].astype(np.int64)
-        if not (arrays["keys"].shape == sizes.shape == arrays["worlds"].shape
-                and len(sizes) <= CACHE_PART and (sizes >= 0).all()
-                and arrays["actions"].shape == arrays["win"].shape == arrays["penalty"].shape
-                == (int(sizes.sum()),)):  # fmt: skip
-            raise ValueError("its arrays do not fit together")
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
-        raise CacheError(f"{path} is not a part of a searches cache: "
-                         f"{str(error).splitlines()[0]}") from None  # fmt: skip
-    held = min(len(keys), len(sizes))
-    if not np.array_equal(arrays["keys"][:held], keys[:held]):
-        raise CacheError(f"{path} holds the searches of other decisions (another table, seed, "
-                         f"playout or rollouts): give this run a folder of its own")  # fmt: skip
-    ends = np.cumsum(sizes[:held])
-    return [
-        Scores(arrays["actions"][end - n : end], arrays["win"][end - n : end],
-               arrays["penalty"][end - n : end], int(arrays["worlds"][i]))
-        for i, (end, n) in enumerate(zip(ends, sizes[:held], strict=True))
-    ]  # fmt: skip
-
-
-def _write_part(path: Path, keys: np.ndarray, scores: list) -> None:
-    """Write the searches ``scores`` of the decisions of ``keys`` whole to ``path``, or raise
-    :class:`CacheError` (one line)."""
-    buffer = io.BytesIO()
-    np.savez(buffer, keys=keys, sizes=np.array([len(s.actions) for s in scores]),
-             actions=np.concatenate([s.actions for s in scores]),
-             win=np.concatenate([s.win for s in scores]),
-             penalty=np.concatenate([s.penalty for s in scores]),
-             worlds=np.array([s.worlds for s in scores]))  # fmt: skip
-    try:
-        write_atomic(path, buffer.getvalue())
-    except OSError as error:  # a full disk, say: the files written before stay whole
-        raise CacheError(f"cannot write {path}: {str(error).splitlines()[0]}") from None
-
-
 def choices(decisions: list, players: dict[str, object]) -> dict[str, list[int]]:
     """Each chooser's pick (an index into the decision's candidates): ``labels``, then each
     player's; ``ValueError`` (one line) for a player that picks outside the candidates (one
@@ -300,26 +114,6 @@ def choices(decisions: list, players: dict[str, object]) -> dict[str, list[int]]
                 )
             picks[name].append(int(found[0]))
     return picks
-
-
-def kind(observation: np.ndarray, candidates: np.ndarray) -> str:
-    """What a decision is: ``lead`` (an empty table), ``follow or pass`` (a combo to beat, pass
-    among the candidates), ``follow`` (pass not among them) or ``take`` (the card to take after
-    beating a combo)."""
-    seen = see(observation, candidate_mask(candidates))
-    if seen.take:
-        return "take"
-    if not seen.table:
-        return "lead"
-    return "follow or pass" if PASS in candidates else "follow"
-
-
-def candidate_regrets(scores, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each of ``candidates``' regret under the search's ``scores`` of them, in their order: its
-    mean penalty less the best one's, and the best win chance less its own."""
-    order = np.searchsorted(scores.actions, candidates)  # the scores in the candidates' order
-    penalty, win = scores.penalty[order], scores.win[order]
-    return penalty - penalty.min(), win.max() - win
 
 
 def regrets(
@@ -401,9 +195,14 @@ def main(argv: list[str] | None = None) -> int:
         "top": TOP if args.top is None else args.top,
     }
     if args.games:
-        _check_teacher(parser, args.games, search)
+        try:
+            check_teacher(args.games, **search)
+        except ValueError as error:
+            parser.error(str(error))
     players = {}
     for spec in args.players:
+        if spec in ("labels", "random"):  # rows of their own: a player of that name would clash
+            parser.error(f"--players {spec}: the report's {spec!r} row is there already")
         try:
             check_spec(spec)
             players[spec] = make(spec)
@@ -443,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['chooser']:<44} {row['regret']:.4f} ± {row['regret_se']:.4f} "
               f"{paired[0]:>16} {paired[1]:>16} {agrees:>7}")  # fmt: skip
     report = {
-        "command": shell_command("benchmarks/teacher_gap.py", argv),
+        "command": shell_command("research/teacher_gap.py", argv),
         "settings": {**({"games": args.games} if args.games else {"run": str(args.run)}),
                      "decisions": len(decisions), "seed": args.seed, **search},
         "rows": rows,
@@ -461,23 +260,6 @@ def _source(args: argparse.Namespace) -> str:
     if args.games:
         return f"{args.games[0]}'s decisions in games of {' '.join(args.games)}"
     return f"{args.run.name}'s kept decisions"
-
-
-def _check_teacher(parser: argparse.ArgumentParser, games: list[str], search: dict) -> None:
-    """Exit 2 (one line) for a table or a teacher ``--games`` cannot have."""
-    if not 2 <= len(games) <= 6:
-        parser.error(f"--games names one player a seat, 2-6 of them; got {len(games)}")
-    for spec in games:
-        try:
-            check_spec(spec)
-        except ValueError as error:
-            parser.error(f"--games {spec}: {str(error).splitlines()[0]}")
-    if search["playout"] not in HEURISTICS:
-        parser.error(f"--playout must be one of {', '.join(HEURISTICS)}; got {search['playout']!r}")
-    if not 1 <= search["rollouts"] <= SEARCH_MAX_ROLLOUTS:
-        parser.error(f"--rollouts must be 1-{SEARCH_MAX_ROLLOUTS:,}; got {search['rollouts']}")
-    if search["top"] < 0:
-        parser.error(f"--top must be >= 0 (0: every legal action); got {search['top']}")
 
 
 def _plot(rows: list[dict], args: argparse.Namespace) -> None:

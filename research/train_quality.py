@@ -8,7 +8,7 @@ then plays a seeded rotated-seat tournament against three copies of ``--opponent
 deals for every run). Printed: each run's win rate with its 95% Wilson interval, its training
 wall time and learner steps per second.
 
-    python benchmarks/train_quality.py [--algos ppo] [--steps 100000] [--opponent random]
+    python research/train_quality.py [--algos ppo] [--steps 100000] [--opponent random]
                                        [--seeds 0 1]
                                        [--json PATH]
 """
@@ -75,7 +75,7 @@ def main() -> None:
                     }
                 )
     if args.json:
-        command = shell_command("benchmarks/train_quality.py")
+        command = shell_command("research/train_quality.py")
         report = {
             "command": command,
             "steps": args.steps,

@@ -16,9 +16,9 @@ Both print each player's win share, how many decisions the wrapper changed or ha
 the paired difference of the two on the same games (with its standard error). Deals go to
 ``--workers`` processes; a game's result does not depend on how they are split.
 
-    python benchmarks/last_hand.py count results/dmc_vs_search/games.csv
-    python benchmarks/last_hand.py rule --opponent planner --deals 1000 --seed 911
-    python benchmarks/last_hand.py game-point --opponent search --deals 150 --seed 914
+    python research/last_hand.py count results/dmc_vs_search/games.csv
+    python research/last_hand.py rule --opponent planner --deals 1000 --seed 911
+    python research/last_hand.py game-point --opponent search --deals 150 --seed 914
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ decisions it never saw.
 
 ``teacher_gap.py`` measures how far a network's picks are from those of the search that teaches
 expert iteration, and expert iteration closes little of that gap (docs/training.md). This
-benchmark asks why without a training run. It draws ``--decisions`` labelled decisions from
-seeded games of ``--games`` (:func:`teacher_gap.game_decisions`: the first spec's decisions with
+script asks why without a training run. It draws ``--decisions`` labelled decisions from
+seeded games of ``--games`` (``labels.game_decisions``: the first spec's decisions with
 a choice, cut to the ``--top`` legal actions the bundled ``dmc_one`` values most, labelled by a
 search of ``--rollouts`` ``--playout`` playouts) and ``--held-out`` more from other games of the
 same table (seed ``spawn_seed(seed, 1)``), which it searches once more with an independent seed
@@ -28,12 +28,12 @@ candidates' values from the start, which keeps the list's level, and so its plac
 legal actions left off it. ``--save PATH`` writes the fitted student as a model file, to be
 played (``dmc:PATH``).
 
-    python benchmarks/teacher_fit.py --games dmc:agents/models/dmc_one.safetensors planner \\
+    python research/teacher_fit.py --games dmc:agents/models/dmc_one.safetensors planner \\
         planner planner --decisions 20000 --held-out 3000 --seed 933 --workers 2
 
 The same seed gives the same figures for any ``--workers``. ``--labels DIR`` keeps the searches
 (the labels, the held-out decisions' own and fresh ones) in ``DIR``, a file of
-:data:`teacher_gap.CACHE_PART` decisions at a time: a stopped run loses at most a file of them, and
+``labels.CACHE_PART`` decisions at a time: a stopped run loses at most a file of them, and
 a later run of the same games, seed and search reuses them, also with more ``--decisions`` (it
 searches only the new ones) or fewer (the first of them: a learning curve in the number of labels
 costs the largest run's searches). Needs torch (the train extra).
@@ -47,17 +47,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from teacher_gap import (
-    MOST_WORKERS,
-    CacheError,
-    _check_teacher,
-    _mean,
-    candidate_mask,
-    candidate_regrets,
-    game_decisions,
-    kind,
-    relabel,
-)
 
 from agents.dmc import BUNDLED_DMC_ONE, DMCAgent, play_symmetries, read_dmc_model
 from agents.files import write_atomic
@@ -65,6 +54,15 @@ from agents.ppo import write_model
 from agents.search import ROLLOUTS, TOP
 from odin_env.seeding import spawn_seed
 from odin_lab.cli import shell_command
+from odin_lab.training.labels import (
+    CacheError,
+    candidate_mask,
+    candidate_regrets,
+    check_teacher,
+    game_decisions,
+    kind,
+    relabel,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOSSES = ("rank", "mse")
@@ -73,6 +71,7 @@ HELD_OUT = 1
 FIT = 2
 """Sub-stream of ``--seed``: the order of the fit's minibatches."""
 MOST_EPOCHS = 1000
+MOST_WORKERS = 64
 MOST = 10_000_000
 """Most decisions (to fit on, to score on, a minibatch)."""
 
@@ -239,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     score(0, student[1], None)
     fitted = fit(student, train, settings, spawn_seed(args.seed, FIT), score)
     report = {
-        "command": shell_command("benchmarks/teacher_fit.py", argv),
+        "command": shell_command("research/teacher_fit.py", argv),
         "settings": {"games": args.games, "decisions": len(train), "held_out": len(held),
                      "seed": args.seed, "student": _shown(args.student), **search, **settings},
         "teacher": teacher,
@@ -255,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _mean(key: str, values: np.ndarray) -> dict[str, float]:
+    error = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else float("nan")
+    return {key: float(values.mean()), f"{key}_se": float(error)}
+
+
 def _shown(path: Path) -> str:
     """``path`` as the report shows it: from the repository's root when it lies there."""
     resolved = path.resolve()
@@ -263,7 +267,10 @@ def _shown(path: Path) -> str:
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
     """Exit 2 (one line) for a setting out of range; the fit's settings."""
-    _check_teacher(parser, args.games, vars(args))
+    try:
+        check_teacher(args.games, args.playout, args.rollouts, args.top)
+    except ValueError as error:
+        parser.error(str(error))
     ranges = {"decisions": (1, MOST), "held_out": (2, MOST), "epochs": (1, MOST_EPOCHS),
               "batch_size": (1, MOST)}  # fmt: skip
     for name, (low, high) in ranges.items():

@@ -1,8 +1,8 @@
 """One table of several ``learning_curve.py`` runs (one per algorithm or setting), side by side
 at each point, as the docs show it.
 
-    python benchmarks/compare_curves.py results/lcs_ppo results/lcs_ppo_full results/lcs_dmc \\
-        [--json benchmarks/results/learning_curve_algorithms.json]
+    python research/compare_curves.py results/lcs_ppo results/lcs_ppo_full results/lcs_dmc \\
+        [--json research/results/learning_curve_algorithms.json]
 
 Each folder holds a ``learning_curve.json``; its label (the algorithm and its ``--set`` values)
 names its rows. Prints one row per (run, point, opponent): decisions, training minutes, the win
@@ -42,7 +42,7 @@ def rows_of(folder: Path) -> list[dict]:
 def command_of(folder: Path) -> str:
     """The ``learning_curve.py`` command that made a run, from the settings it recorded."""
     settings = json.loads((folder / "learning_curve.json").read_text())["settings"]
-    words = ["python benchmarks/learning_curve.py", "--algo", settings.get("algo", "ppo")]
+    words = ["python research/learning_curve.py", "--algo", settings.get("algo", "ppo")]
     if settings.get("set"):
         words += ["--set", *settings["set"]]
     points = (
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['win_rate']:>9.1%}  [{r['ci_low']:.1%}, {r['ci_high']:.1%}]"
         )
     if args.json:
-        command = shell_command("benchmarks/compare_curves.py")
+        command = shell_command("research/compare_curves.py")
         runs = [{"run": rows_of(f)[0]["run"], "made by": command_of(f)} for f in args.runs]
         document = {"command": command, "runs": runs, "rows": rows}
         args.json.write_text(json.dumps(document, indent=2) + "\n")
