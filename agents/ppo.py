@@ -332,7 +332,7 @@ def model_bytes(
 
 def write_model(path: str | Path, state: dict[str, Any], info: dict[str, Any]) -> Path:
     """Write a lab model file atomically; return its path."""
-    from agents.files import write_atomic
+    from odin_lab.files import write_atomic
 
     write_atomic(Path(path), model_bytes(state, info))
     return Path(path)

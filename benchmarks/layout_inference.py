@@ -34,13 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.files import write_atomic
 from agents.posterior import PARTICLES, ROUNDS, HandPosterior
 from agents.registry import check_spec, has_batch_form, make, make_batch_agent
 from agents.worlds import position, sample_hands
 from odin_env.rules import Config
 from odin_lab.cli import shell_command
 from odin_lab.evaluation.tournament import play_deals
+from odin_lab.files import write_atomic
 
 AGES = (0, 1, 2, 3)
 """Age buckets of the report: worlds that survived 0, 1, 2 and 3 or more replays."""

@@ -60,11 +60,11 @@ from teacher_gap import (
 )
 
 from agents.dmc import BUNDLED_DMC_ONE, DMCAgent, play_symmetries, read_dmc_model
-from agents.files import write_atomic
 from agents.ppo import write_model
 from agents.search import ROLLOUTS, TOP
 from odin_env.seeding import spawn_seed
 from odin_lab.cli import shell_command
+from odin_lab.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 LOSSES = ("rank", "mse")

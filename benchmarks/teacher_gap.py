@@ -55,7 +55,6 @@ from tqdm import tqdm
 
 from agents.base import legal_actions
 from agents.dmc import BUNDLED_DMC_ONE, DMCAgent
-from agents.files import write_atomic
 from agents.hand import see
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS, check_spec, make
@@ -67,6 +66,7 @@ from odin_env.spec import NUM_ACTIONS, PASS
 from odin_lab.cli import shell_command
 from odin_lab.evaluation.tournament import play_deals
 from odin_lab.evaluation.workers import Workers
+from odin_lab.files import write_atomic
 from odin_lab.training import TrainingError, read_config
 from odin_lab.training.checkpoints import CHECKPOINT, load_checkpoint
 from odin_lab.training.exit import LEARNER_PLAYOUT, kept_labels, search_rows

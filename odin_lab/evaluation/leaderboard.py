@@ -42,7 +42,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
@@ -52,6 +51,7 @@ from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.resume import Saver, partial_tables
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 from odin_lab.evaluation.workers import Workers
+from odin_lab.files import write_atomic
 
 MAX_TABLES = 64
 """Most tables a leaderboard plays by default: with more combinations, a balanced sample."""

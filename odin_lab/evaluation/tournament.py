@@ -41,12 +41,12 @@ from agents.registry import (
     make,
     make_batch_agent,
 )
-from agents.warm import compile_side_by_side
 from odin_env.batched import BatchedGames, announce_compilation
 from odin_env.observation import observation_size, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
 from odin_lab.evaluation.limits import MAX_GAMES
+from odin_lab.evaluation.warm import compile_side_by_side
 from odin_lab.evaluation.workers import Workers
 
 TOURNAMENT_ENGINES = ("auto", "single", "batched")

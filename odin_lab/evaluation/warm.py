@@ -16,11 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.processes import started_ignoring_ctrl_c
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config
 from odin_env.spec import NUM_ACTIONS
+from odin_lab.evaluation.processes import started_ignoring_ctrl_c
 
 
 def warm_kernels(specs: Sequence[str]) -> None:
