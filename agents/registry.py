@@ -50,8 +50,9 @@ from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent, model_algo, read_
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
 from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
+from agents.model_file import read_model
 from agents.outside import FORMS, absolute_spec
-from agents.ppo import BundledPPO, PPOAgent, read_model
+from agents.ppo import BundledPPO, PPOAgent
 from agents.search import TOP, SearchAgent
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
@@ -283,7 +284,7 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
 def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(info, network state)`` of a lab model file or checkpoint of any kind, read by the reader
     of the kind its header names (:func:`agents.dmc.read_dmc_model` for ``dmc``, else
-    :func:`agents.ppo.read_model`); errors as those readers raise them."""
+    :func:`agents.model_file.read_model`); errors as those readers raise them."""
     readers = {DMC: read_dmc_model, LINEAR: read_linear}
     return readers.get(model_algo(path), read_model)(path)
 

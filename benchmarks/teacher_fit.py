@@ -60,11 +60,10 @@ from teacher_gap import (
 )
 
 from agents.dmc import BUNDLED_DMC_ONE, DMCAgent, play_symmetries, read_dmc_model
-from agents.ppo import write_model
 from agents.search import ROLLOUTS, TOP
 from odin_env.seeding import spawn_seed
 from odin_lab.cli import shell_command
-from odin_lab.files import write_atomic
+from odin_lab.files import write_atomic, write_model
 
 ROOT = Path(__file__).resolve().parents[1]
 LOSSES = ("rank", "mse")

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from agents.dmc import ensemble_state, read_dmc_model
-from agents.ppo import FORMAT_VERSION, MODEL_FORMAT, write_model
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT
 from agents.registry import read_model_file
-from odin_lab.files import write_atomic
+from odin_lab.files import write_atomic, write_model
 from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, config_to_json
 
 CHECKPOINT = "checkpoint.safetensors"
