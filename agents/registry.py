@@ -81,17 +81,21 @@ GOAT_AGENTS = ("random", *HEURISTICS, "search")
 """The lab's agents that play a game with the Goat (RULES G1-G5); the others refuse one."""
 
 
-def check_plays(spec: str, config: Config) -> None:
+def check_plays(spec: str, config: Config, agent: Any = None) -> None:
     """``ValueError`` (one line, naming the setting) when agent ``spec`` does not play games of
-    ``config``: for a Goat game, the agent is built and asked for the first decision of a seeded
-    one (an agent that does not play the Goat refuses it there)."""
+    ``config``: for a Goat game, the agent (``agent``, else one built here) is asked for the
+    first decision of a seeded one (an agent that does not play the Goat refuses it there)."""
     if not config.goat:
         return
-    agent = make(spec)
+    agent = make(spec) if agent is None else agent
     game = Game(config, seed=0)
     game.play_forced()
+    observation, mask = observe(game, game.current), game.legal_mask()
     try:
-        agent.act(observe(game, game.current), game.legal_mask())
+        if callable(getattr(agent, "act", None)):
+            agent.act(observation, mask)
+        else:  # a batched form alone
+            agent.act_batch(observation[None], mask[None])
     except ValueError as e:
         raise ValueError(f"agent {spec!r}: {e}") from None
 

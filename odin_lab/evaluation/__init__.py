@@ -3,6 +3,7 @@
 :mod:`odin_env` and :mod:`odin_lab.files` only.
 
 - :mod:`odin_lab.evaluation.tournament`: seeded, seat-rotated games on either engine, in parallel;
+- :mod:`odin_lab.evaluation.players`: the agents a tournament seats, each built once per command;
 - :mod:`odin_lab.evaluation.workers`: local worker processes that a Ctrl-C ends at once (started
   by :mod:`odin_lab.evaluation.processes`, which the kernels' compile helper
   :mod:`odin_lab.evaluation.warm` uses too);
