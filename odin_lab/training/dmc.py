@@ -36,12 +36,13 @@ from agents.dmc import (
     read_dmc_model,
     value_horizon,
 )
-from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
+from agents.features import ACTION_FEATURES, NUM_ACTION_FEATURES
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
 from odin_env.symmetry import colour_relabellings, colours_in_play
+from odin_lab.files import write_model
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import HORIZONS, DMCCollector, Finished, check_game_loss
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
