@@ -1,5 +1,5 @@
 """What a PPO model file must hold to be played: checked when it is read, before any weight is
-used (:func:`agents.ppo.read_model`), so that a file of impossible numbers or metadata is one
+used (:func:`agents.model_file.read_model`), so that a file of impossible numbers or metadata is one
 clear error rather than a player that always picks its first legal action."""
 
 from __future__ import annotations

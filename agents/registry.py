@@ -31,8 +31,9 @@ from agents.dmc import BUNDLED_DMC, DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
 from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
+from agents.model_file import read_model
 from agents.outside import FORMS, absolute_spec
-from agents.ppo import BundledPPO, PPOAgent, read_model
+from agents.ppo import BundledPPO, PPOAgent
 from agents.search import PRIOR, ROLLOUTS, TOP, SearchAgent
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
@@ -85,17 +86,21 @@ GOAT_AGENTS = ("random", *HEURISTICS, "search")
 """The lab's agents that play a game with the Goat (RULES G1-G5); the others refuse one."""
 
 
-def check_plays(spec: str, config: Config) -> None:
+def check_plays(spec: str, config: Config, agent: Any = None) -> None:
     """``ValueError`` (one line, naming the setting) when agent ``spec`` does not play games of
-    ``config``: for a Goat game, the agent is built and asked for the first decision of a seeded
-    one (an agent that does not play the Goat refuses it there)."""
+    ``config``: for a Goat game, the agent (``agent``, else one built here) is asked for the
+    first decision of a seeded one (an agent that does not play the Goat refuses it there)."""
     if not config.goat:
         return
-    agent = make(spec)
+    agent = make(spec) if agent is None else agent
     game = Game(config, seed=0)
     game.play_forced()
+    observation, mask = observe(game, game.current), game.legal_mask()
     try:
-        agent.act(observe(game, game.current), game.legal_mask())
+        if callable(getattr(agent, "act", None)):
+            agent.act(observation, mask)
+        else:  # a batched form alone
+            agent.act_batch(observation[None], mask[None])
     except ValueError as e:
         raise ValueError(f"agent {spec!r}: {e}") from None
 
@@ -252,7 +257,7 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
 def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(info, network state)`` of a lab model file or checkpoint of any kind, read by the reader
     of the kind its header names (:func:`agents.dmc.read_dmc_model` for ``dmc``, else
-    :func:`agents.ppo.read_model`); errors as those readers raise them."""
+    :func:`agents.model_file.read_model`); errors as those readers raise them."""
     readers = {DMC: read_dmc_model, LINEAR: read_linear}
     return readers.get(model_algo(path), read_model)(path)
 

@@ -219,8 +219,8 @@ def figure(
 
 def write_results(out: Path, report: dict) -> None:
     """``learning_curve.json``, ``.csv`` and ``.png`` (+ ``.pdf``) in ``out``, each atomically."""
-    from agents.files import write_atomic
     from odin_lab.evaluation.figures import save_figure
+    from odin_lab.files import write_atomic
 
     write_atomic(out / "learning_curve.json", (json.dumps(report, indent=2) + "\n").encode())
     text = io.StringIO()

@@ -40,12 +40,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import write_atomic
 from agents.registry import check_spec, make, make_batch_agent
 from odin_env.rules import Config
 from odin_lab.cli import shell_command
 from odin_lab.evaluation.stats import seat_shares, wilson
 from odin_lab.evaluation.tournament import GameRecord, play_deals
+from odin_lab.files import write_atomic
 
 PART = 5  # deals a worker plays before it reports: a search game takes seconds
 MAX_PART_BYTES = 64 << 20  # a part file read back by --resume (5 deals take about 100 KB)

@@ -49,11 +49,10 @@ from pathlib import Path
 import numpy as np
 
 from agents.dmc import BUNDLED_DMC_ONE, DMCAgent, play_symmetries, read_dmc_model
-from agents.files import write_atomic
-from agents.ppo import write_model
 from agents.search import ROLLOUTS, TOP
 from odin_env.seeding import spawn_seed
 from odin_lab.cli import shell_command
+from odin_lab.files import write_atomic, write_model
 from odin_lab.training.labels import (
     CacheError,
     candidate_mask,

@@ -48,11 +48,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.files import write_atomic
 from agents.registry import check_spec, make
 from agents.search import ROLLOUTS, TOP
 from odin_env.observation import views
 from odin_lab.cli import shell_command
+from odin_lab.files import write_atomic
 from odin_lab.training import TrainingError, read_config
 from odin_lab.training.checkpoints import CHECKPOINT, load_checkpoint
 from odin_lab.training.exit import LEARNER_PLAYOUT, kept_labels

@@ -30,7 +30,7 @@ import sys
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 if sys.argv[1] == "serial":
-    from agents.warm import compile_side_by_side
+    from odin_lab.evaluation.warm import compile_side_by_side
     compile_side_by_side(Config(players=4), ["greedy", "shaper", "planner", "linear"])
 else:
     from agents.batch import BatchRandomAgent

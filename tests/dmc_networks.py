@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.dmc import dmc_info
-from agents.ppo import NUM_ACTION_FEATURES
+from agents.features import NUM_ACTION_FEATURES
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config

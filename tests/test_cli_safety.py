@@ -120,8 +120,8 @@ def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monk
 
 def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
     # A cold numba cache, as in a fresh clone: this process compiles the engine's kernels while
-    # a process beside it compiles planner's (agents.warm), and the two workers load them all
-    # (each used to compile and announce them).
+    # a process beside it compiles planner's (odin_lab.evaluation.warm), and the two workers
+    # load them all (each used to compile and announce them).
     cache = tmp_path / "cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     done = subprocess.run(

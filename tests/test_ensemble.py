@@ -13,7 +13,8 @@ import pytest
 from dmc_networks import positions, random_dmc
 
 from agents.dmc import BUNDLED_DMC, DMCAgent, ensemble_state, read_dmc_model
-from agents.ppo import BUNDLED_MODEL, write_model
+from agents.ppo import BUNDLED_MODEL
+from odin_lab.files import write_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

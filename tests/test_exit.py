@@ -11,12 +11,12 @@ import torch
 from safetensors.numpy import load_file
 
 from agents.dmc import BUNDLED_DMC, DMCAgent
-from agents.ppo import write_model
 from agents.registry import make, make_batch_agent
 from agents.search import score_candidates
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
+from odin_lab.files import write_model
 from odin_lab.training import make_config, train
 from odin_lab.training.config import TrainingError
 from odin_lab.training.dmc import DMCLearner

@@ -23,16 +23,18 @@ from agents.linear import (
     LinearAgent,
     features,
     linear_info,
+    linear_state,
     python_features,
     read_linear,
-    write_linear,
 )
-from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT
+from agents.ppo import BUNDLED_MODEL
 from agents.registry import agent_names, check_spec, has_batch_form, make, make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.combos import SINGLE
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
+from odin_lab.files import write_model
 from odin_lab.training import make_config, train
 from odin_lab.training.cem import CEMLearner
 from odin_lab.training.checkpoints import average_models, checkpoint_step, read_run
@@ -218,8 +220,10 @@ def test_other_files_are_refused_by_kind_and_by_content(tmp_path):
         check_spec("linear:")
     check_spec("linear:any/path.safetensors")  # a model file: read by make, never imported
     assert has_batch_form("linear:any/path.safetensors")
-    good = write_linear(tmp_path / "g.safetensors", ["out", "pass"], [2.0, -1.0],
-                        linear_info(["out", "pass"], 4))  # fmt: skip
+    two = ["out", "pass"]
+    good = write_model(
+        tmp_path / "g.safetensors", linear_state(two, [2.0, -1.0]), linear_info(two, 4)
+    )
     assert isinstance(make_batch_agent(f"linear:{good}"), LinearAgent)
 
 
@@ -357,8 +361,10 @@ def test_soup_averages_the_kept_players_weights(tmp_path):
 
 def test_init_starts_from_a_linear_files_weights_on_a_feature_subset(tmp_path):
     subset = ["out", "combos_left", "cards_left", "pass"]
-    start = write_linear(tmp_path / "s.safetensors", ["out", "pass"], [3.0, -1.0],
-                         linear_info(["out", "pass"], 4))  # fmt: skip
+    two = ["out", "pass"]
+    start = write_model(
+        tmp_path / "s.safetensors", linear_state(two, [3.0, -1.0]), linear_info(two, 4)
+    )
     learner = CEMLearner(tiny_config(tmp_path, "i", 10, features=subset, init=str(start)))
     assert learner.mean.tolist() == [3.0, 0.0, 0.0, -1.0]
     path = train(tiny_config(tmp_path, "sub", 300, features=subset))

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT, PPOAgent, read_model
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT, read_model
+from agents.ppo import BUNDLED_MODEL, PPOAgent
 from agents.registry import make
 from odin_env.rules import NUM_ACTIONS
 from odin_lab.training.algorithms import make_config
@@ -285,7 +286,8 @@ def test_the_bundled_player_plays_each_table_size_with_the_model_trained_for_it(
 def test_a_model_file_of_impossible_numbers_or_metadata_is_one_clear_error(tmp_path, change, named):
     """NaN or infinite weights, metadata of the wrong type and weights of the wrong rank are
     refused when the file is read, with one line naming the problem, never played."""
-    from agents.ppo import read_model, write_model
+    from agents.model_file import read_model
+    from odin_lab.files import write_model
 
     info, state = read_model(BUNDLED_MODEL)
     state = {k: v.copy() for k, v in state.items()}

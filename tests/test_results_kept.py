@@ -674,7 +674,7 @@ def test_ctrl_c_during_a_save_of_the_finished_deals_waits_for_it_and_stops_the_r
 def test_worker_processes_ignore_ctrl_c_from_their_first_instruction():
     import multiprocessing as mp
 
-    from agents.processes import started_ignoring_ctrl_c
+    from odin_lab.evaluation.processes import started_ignoring_ctrl_c
 
     before = signal.getsignal(signal.SIGINT)
     with started_ignoring_ctrl_c():

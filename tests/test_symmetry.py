@@ -13,12 +13,12 @@ import pytest
 from dmc_networks import positions, random_dmc
 
 from agents.dmc import MAX_SYMMETRIES, DMCAgent, read_dmc_model
-from agents.ppo import write_model
 from odin_env.cards import NUM_VALUES, cards_of
 from odin_env.combos import combo_index
 from odin_env.observation import LAYOUT, observe, views
 from odin_env.rules import NUM_ACTIONS, TAKE, Config, Game
 from odin_env.symmetry import colour_permutations, colour_relabelling, colour_relabellings
+from odin_lab.files import write_model
 from odin_lab.training import make_config
 from odin_lab.training.dmc import DMCLearner
 from odin_lab.training.dmc_collector import Finished

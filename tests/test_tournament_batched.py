@@ -127,7 +127,7 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
 
 def test_bad_engine_settings_are_refused_naming_the_problem():
     config = Config(players=3)
-    with pytest.raises(ValueError, match="none for search: use engine 'single'"):
+    with pytest.raises(ValueError, match="none for search: use engine single or auto"):
         play_tournament(["search", "random", "random"], config, 2, engine="batched")
     with pytest.raises(ValueError, match="engine must be one of auto, single, batched"):
         play_tournament(["random"] * 3, config, 2, engine="fast")

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from agents.files import write_atomic
 from odin_lab.evaluation.records import load_records
+from odin_lab.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")

@@ -207,7 +207,8 @@ def combine(args: argparse.Namespace, job: str) -> Path:
 
 def import_sb3_zip(args: argparse.Namespace) -> Path:
     """``--import-sb3-zip``: a trusted MaskablePPO .zip (unpickled!) as a lab model file."""
-    from agents.ppo import read_sb3_zip, write_model
+    from agents.model_file import read_sb3_zip
+    from odin_lab.files import write_model
 
     out = _output(args, "imported.safetensors")
     info, state = read_sb3_zip(args.import_sb3_zip)  # the opt-in: this unpickles

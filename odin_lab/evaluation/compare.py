@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.limits import MAX_RECORDS_BYTES
@@ -27,6 +26,7 @@ from odin_lab.evaluation.names import short_names
 from odin_lab.evaluation.records import config_dict, load_records
 from odin_lab.evaluation.studies import deals_for, tournament
 from odin_lab.evaluation.tournament import GameRecord
+from odin_lab.files import write_atomic
 
 HALVES = ("first", "second")
 """The folders, under ``out``, of the two agents' tournaments."""

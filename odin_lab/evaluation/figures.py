@@ -30,9 +30,9 @@ import matplotlib as mpl
 from matplotlib import transforms
 from matplotlib.figure import Figure
 
-from agents.files import write_atomic
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels, short_names
+from odin_lab.files import write_atomic
 
 WIDTH = 6.5
 """Printed width of every figure, in inches (a page's text width)."""

@@ -42,16 +42,17 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels
+from odin_lab.evaluation.players import keep_built_agents
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.resume import Saver, partial_tables
 from odin_lab.evaluation.tournament import GameRecord, play_tournament
 from odin_lab.evaluation.workers import Workers
+from odin_lab.files import write_atomic
 
 MAX_TABLES = 64
 """Most tables a leaderboard plays by default: with more combinations, a balanced sample."""
@@ -146,6 +147,7 @@ def _init_worker() -> None:
     # A worker shows no progress bar; tqdm's default lock is a process-shared semaphore that a
     # terminated worker would leave behind (a "leaked semaphore" warning at exit).
     tqdm.set_lock(threading.RLock())
+    keep_built_agents()  # it plays table after table: each agent built once in it
 
 
 def _play_table(task: tuple) -> tuple[int, list[GameRecord]]:

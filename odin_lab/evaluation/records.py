@@ -39,7 +39,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agents.files import write_atomic
 from odin_env.cards import GOAT_BIT, GOAT_PENALTY, MAX_HAND, names
 from odin_env.rules import PHASE_NAMES, Config, Game
 from odin_env.spec import PASS, PLAY_BITS, is_take, taken_card
@@ -52,6 +51,7 @@ from odin_lab.evaluation.limits import (
     read_bounded,
 )
 from odin_lab.evaluation.tournament import GameRecord
+from odin_lab.files import write_atomic
 
 RECORDS_FORMAT = "odin-lab-games"
 """The ``"format"`` value of every records file (tournament.json included)."""

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation import figures, stats
 from odin_lab.evaluation.names import labels, short_names
@@ -45,6 +44,7 @@ from odin_lab.evaluation.tournament import (
     TournamentInterrupted,
     play_tournament,
 )
+from odin_lab.files import write_atomic
 
 TOURNAMENT_FILES = ("tournament.json", "games.csv", "agents.csv", "tournament.png",
                     "tournament.pdf", "provenance.json")  # fmt: skip

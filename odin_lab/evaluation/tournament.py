@@ -34,19 +34,14 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.batch import BatchAgent, act_by_seat
-from agents.registry import (
-    absolute_spec,
-    batch_form_names,
-    has_batch_form,
-    make,
-    make_batch_agent,
-)
-from agents.warm import compile_side_by_side
+from agents.registry import absolute_spec, has_batch_form
 from odin_env.batched import BatchedGames, announce_compilation
 from odin_env.observation import observation_size, observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
+from odin_lab.evaluation import players
 from odin_lab.evaluation.limits import MAX_GAMES
+from odin_lab.evaluation.warm import compile_side_by_side
 from odin_lab.evaluation.workers import Workers
 
 TOURNAMENT_ENGINES = ("auto", "single", "batched")
@@ -155,15 +150,11 @@ _worker_agents: list = []
 
 
 def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
-    global _worker_agents
-    if not batched:
-        _worker_agents = [make(spec) for spec in specs]
-        return
     # A batched agent serves rows of many games at once, so it keeps no per-game state: one
     # instance per distinct spec serves all its seats, in one call per step. The batched
-    # random agent draws from per-row keys, never from this seed; it is fixed anyway.
-    built = {spec: make_batch_agent(spec, seed=0) for spec in dict.fromkeys(specs)}
-    _worker_agents = [built[spec] for spec in specs]
+    # random agent draws from per-row keys, never from its seed (0).
+    global _worker_agents
+    _worker_agents = players.seat_agents(specs, batched)
 
 
 def _play_deal(
@@ -335,19 +326,6 @@ def _check_engine(engine: str, batch: int) -> None:
         raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
 
 
-def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -> bool:
-    """Whether ``engine`` means the batched engine for agents ``names``; ``ValueError`` when
-    it is ``batched`` and some agent has no batched form."""
-    if engine == "batched" and not all(batchable):
-        single = sorted({name for name, ok in zip(names, batchable) if not ok})
-        raise ValueError(
-            f"engine 'batched' needs agents with a batched form "
-            f"(act_batch: {', '.join(batch_form_names())}); "
-            f"none for {', '.join(single)}: use engine 'single' or 'auto'"
-        )
-    return engine == "batched" or (engine == "auto" and all(batchable))
-
-
 def play_deals(
     agents: Sequence,
     config: Config,
@@ -378,9 +356,8 @@ def play_deals(
     if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
         raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
     names = [getattr(agent, "name", repr(agent)) for agent in agents]
-    batched = watch is None and _use_batched(
-        engine, names, [isinstance(a, BatchAgent) for a in agents]
-    )
+    batchable = [isinstance(a, BatchAgent) for a in agents]
+    batched = watch is None and players.use_batched(engine, names, batchable, "engine")
     rotations = config.players if rotate else 1
     job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
     if batched:
@@ -431,8 +408,7 @@ def play_tournament(
         raise ValueError(f"workers must be >= 1; got {workers}")
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1; got {chunk}")
-    # Build every agent here (fail with a clear message rather than inside a worker).
-    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
+    batched = players.use_batched(engine, specs, [has_batch_form(spec) for spec in specs], "engine")
     spread = workers
     if ray is not None:
         from odin_lab.evaluation import distributed

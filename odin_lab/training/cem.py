@@ -36,12 +36,13 @@ from agents.linear import (
     LinearAgent,
     features,
     linear_info,
+    linear_state,
     read_linear,
     scores,
-    write_linear,
 )
 from odin_env.batched import BatchedGames
 from odin_env.seeding import spawn_seed
+from odin_lab.files import write_model
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
@@ -241,7 +242,8 @@ class CEMLearner:
         return linear_info(self.names, self.config.game.players)
 
     def write_player(self, path: Path, provenance: dict[str, Any]) -> Path:
-        return write_linear(path, self.names, self.mean, {**self.info(), "provenance": provenance})
+        state = linear_state(self.names, self.mean)
+        return write_model(path, state, {**self.info(), "provenance": provenance})
 
     def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
         tensors = {

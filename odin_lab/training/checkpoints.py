@@ -6,7 +6,7 @@ Every file is a lab model file (docs/model-format.md) or JSON: safetensors tenso
 metadata, so nothing a run reads is ever unpickled. A checkpoint is a model file whose tensors
 are what the learner saves (weights, optimizer state, snapshots) and whose ``run`` metadata holds
 the services' state (step, evaluations, best score, the run's settings) beside the learner's
-own entries. Every file is written atomically (:func:`agents.files.write_atomic`).
+own entries. Every file is written atomically (:func:`odin_lab.files.write_atomic`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import numpy as np
 import torch as th
 
 from agents.dmc import ensemble_state, read_dmc_model
-from agents.files import write_atomic
-from agents.ppo import FORMAT_VERSION, MODEL_FORMAT, write_model
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT
 from agents.registry import read_model_file
+from odin_lab.files import write_atomic, write_model
 from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, config_to_json
 
 CHECKPOINT = "checkpoint.safetensors"

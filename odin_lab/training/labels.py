@@ -21,7 +21,6 @@ from tqdm import tqdm
 
 from agents.base import legal_actions
 from agents.dmc import BUNDLED_DMC_ONE, DMCAgent
-from agents.files import write_atomic
 from agents.hand import see
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS, check_spec, make
@@ -31,6 +30,7 @@ from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS, PASS
 from odin_lab.evaluation.tournament import play_deals
 from odin_lab.evaluation.workers import Workers
+from odin_lab.files import write_atomic
 from odin_lab.training.exit import search_rows
 
 PART = 25

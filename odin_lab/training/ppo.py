@@ -20,9 +20,11 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.logger import Logger
 
-from agents.ppo import NumpyPolicy, check_prior, model_info, write_model
+from agents.model_file import model_info
+from agents.ppo import NumpyPolicy, check_prior
 from odin_env.batched import BatchedGames
 from odin_env.seeding import spawn_seed
+from odin_lab.files import write_model
 from odin_lab.training.checkpoints import load_optimizer, optimizer_arrays
 from odin_lab.training.collector import SelfPlayCollector
 from odin_lab.training.config import TrainConfig

@@ -21,10 +21,11 @@ import torch as th
 
 from agents.base import argmax_by_row, legal_pairs
 from agents.dmc import ALGO, DMCAgent, dmc_info, read_dmc_model, value_horizon
-from agents.ppo import ACTION_FEATURES, NUM_ACTION_FEATURES, write_model
+from agents.features import ACTION_FEATURES, NUM_ACTION_FEATURES
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS
 from odin_env.seeding import spawn_seed
+from odin_lab.files import write_model
 from odin_lab.training.checkpoints import load_optimizer, optimizer_arrays
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import table_sizes

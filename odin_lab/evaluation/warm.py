@@ -16,18 +16,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from agents.processes import started_ignoring_ctrl_c
+from agents.registry import make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config
 from odin_env.spec import NUM_ACTIONS
+from odin_lab.evaluation.processes import started_ignoring_ctrl_c
 
 
 def warm_kernels(specs: Sequence[str]) -> None:
     """Call the numba kernel of each spec's batched form on zero rows: numba compiles it (and
     caches it) for the engine's arrays, ``float32`` observations and ``int8`` masks."""
-    from agents.registry import make_batch_agent
-
     for spec in dict.fromkeys(specs):
         agent = make_batch_agent(spec, seed=0)
         if getattr(type(agent), "kernel", None) is not None:  # a KernelAgent

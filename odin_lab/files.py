@@ -1,10 +1,17 @@
-"""Atomic file writes: results, models and checkpoints are never left half-written."""
+"""The lab's files written whole: results, models and checkpoints are never left half-written.
+
+Here, below the evaluation and training packages, which both write files; above :mod:`agents`,
+whose model files (:mod:`agents.model_file`) are read there and written here.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from agents.model_file import model_bytes
 
 
 def write_atomic(path: Path, payload: bytes) -> None:
@@ -24,3 +31,13 @@ def write_atomic(path: Path, payload: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_model(path: str | Path, state: dict[str, Any], info: dict[str, Any]) -> Path:
+    """Write a lab model file (:func:`agents.model_file.model_bytes`) atomically; return its
+    path."""
+    write_atomic(Path(path), model_bytes(state, info))
+    return Path(path)
+
+
+__all__ = ["write_atomic", "write_model"]

@@ -1,7 +1,7 @@
 """Starting helper processes that a Ctrl-C must not reach (:func:`started_ignoring_ctrl_c`).
 
-Here, below the agents and the evaluation packages, so that both start their processes (the
-compile helper of :mod:`agents.warm`, the tournaments' worker pools) the same way.
+The tournaments' worker pools (:mod:`odin_lab.evaluation.workers`) and the kernels' compile
+helper (:mod:`odin_lab.evaluation.warm`) both start their processes this way.
 """
 
 from __future__ import annotations

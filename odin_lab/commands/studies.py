@@ -1,0 +1,452 @@
+"""``evaluate.py``'s studies: ``tournament``, ``compare``, ``seating``, ``thresholds``, ``goat``,
+``leaderboard`` and ``showcase`` (each a study of :mod:`odin_lab.evaluation`).
+
+Every study runs the same way (:func:`_run`): its check before any game (the flags, the game,
+the agents built, each once for the whole command: :func:`odin_lab.evaluation.players.built_once`),
+then Ray when asked, then the study itself, its table printed and its folder written; Ctrl-C
+keeps the finished work and says what it kept (exit 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+from odin_env.rules import FIRST_PLAYER_RULES, Config
+from odin_lab import cli
+from odin_lab.commands.common import Subcommand, check_agent, check_counts, cli_path, config_of
+
+# -- flags ---------------------------------------------------------------------------------------
+
+
+def _resume_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the partial result in --out (after Ctrl-C or a kill) with the same "
+        "settings",
+    )  # fmt: skip
+
+
+def _game_flags(
+    p: argparse.ArgumentParser,
+    players_many: bool = False,
+    players_help: str = "seats (2-6); default: one per agent",
+    goat: bool = True,
+) -> None:
+    if players_many:
+        p.add_argument(
+            "--players", type=int, nargs="+", default=[2, 3, 4, 5, 6], help="player counts"
+        )
+    else:
+        p.add_argument("--players", type=int, help=players_help)
+    skip = {"players", "seed"} | ({"first_player"} if players_many else set())
+    cli.add_fields(p, Config, skip=skip | (set() if goat else {"goat"}))
+    p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
+    _parallel_flags(p, workers=1)
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
+    """``--workers`` and ``--ray [ADDRESS]``; ``workers``: the default without Ray."""
+    p.add_argument(
+        "--workers", type=int,
+        help=f"worker processes (default {workers}); with --ray and no address: the CPUs of "
+        "the local Ray (default: all)",
+    )  # fmt: skip
+    p.add_argument(
+        "--ray", nargs="?", const="local", metavar="ADDRESS",
+        help="play the games as Ray tasks (the same results): on the cluster at ADDRESS "
+        "(auto, HOST:PORT or ray://HOST:PORT), or on a local Ray when no address is given; "
+        "needs the ray extra",
+    )  # fmt: skip
+    p.set_defaults(default_workers=workers)
+
+
+def _tournament_flags(t: argparse.ArgumentParser) -> None:
+    t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
+    t.add_argument("--games", type=int, default=2000)
+    t.add_argument("--out", type=cli_path, default=Path("results/tournament"))
+    t.add_argument(
+        "--engine", choices=("auto", "single", "batched"), default="auto",
+        help="batched: many games at once (every agent but search); auto: batched when every "
+        "agent allows it; single: one game at a time",
+    )  # fmt: skip
+    _resume_flag(t)
+    _game_flags(t)
+
+
+def _compare_flags(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--agents", nargs=2, required=True, metavar="SPEC", help="the two agents")
+    c.add_argument(
+        "--against", nargs="+", required=True, metavar="SPEC", help="one spec per other seat"
+    )
+    c.add_argument("--games", type=int, default=2000, help="games per agent")
+    c.add_argument("--out", type=cli_path, default=Path("results/compare"))
+    c.add_argument("--engine", choices=("auto", "single", "batched"), default="auto")
+    _resume_flag(c)
+    _game_flags(c, players_help="seats (2-6); default: one more than --against")
+
+
+def _seating_flags(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--agent", default="greedy", help="the agent spec (default: greedy)")
+    s.add_argument("--games", type=int, default=5000, help="games per player count and rule")
+    s.add_argument(
+        "--first-player", "--start-rule", dest="first_player", nargs="+",
+        default=["rotate", "winner"], help=", ".join(FIRST_PLAYER_RULES),
+    )  # fmt: skip
+    s.add_argument("--out", type=cli_path, default=Path("results/seating"))
+    _resume_flag(s)
+    _game_flags(s, players_many=True)
+
+
+def _thresholds_flags(h: argparse.ArgumentParser) -> None:
+    h.add_argument(
+        "--agents", nargs="+", default=["planner", "greedy", "greedy", "greedy"],
+        help="one agent spec per seat; the first is studied",
+    )  # fmt: skip
+    h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
+    h.add_argument("--games", type=int, default=2000, help="games per threshold")
+    h.add_argument("--out", type=cli_path, default=Path("results/thresholds"))
+    _resume_flag(h)
+    _game_flags(h)
+
+
+def _goat_flags(g: argparse.ArgumentParser) -> None:
+    g.add_argument("--agent", default="planner", help="the agent spec (default: planner)")
+    g.add_argument(
+        "--games", type=int, default=2000, help="games per player count, without and with it"
+    )
+    g.add_argument("--first-player", choices=FIRST_PLAYER_RULES, default="rotate")
+    g.add_argument("--out", type=cli_path, default=Path("results/goat"))
+    _resume_flag(g)
+    _game_flags(g, players_many=True, goat=False)
+
+
+def _leaderboard_flags(b: argparse.ArgumentParser) -> None:
+    b.add_argument(
+        "--agents", nargs="+", required=True,
+        help="distinct agent specs, at least --players: every table of --players of them plays",
+    )  # fmt: skip
+    b.add_argument(
+        "--games", type=int, default=200,
+        help="games per table (rounded up to whole deals, each played from every seat)",
+    )  # fmt: skip
+    b.add_argument(
+        "--tables", type=int,
+        help="most tables: with more combinations of agents, a seeded balanced sample of this "
+        "many (default: evaluation.leaderboard.MAX_TABLES)",
+    )  # fmt: skip
+    b.add_argument("--out", type=cli_path, default=Path("results/leaderboard"))
+    _resume_flag(b)
+    _game_flags(b, players_help="seats per table (2-6); default: 4, or one per agent if fewer")
+
+
+def _showcase_flags(w: argparse.ArgumentParser) -> None:
+    w.add_argument("--out", type=cli_path, default=Path("results/showcase"))
+    w.add_argument("--games", type=int, default=800)
+    w.add_argument("--seed", type=int, default=0)
+    _parallel_flags(w, workers=2)
+    w.add_argument("--no-progress", action="store_true")
+
+
+# -- checks, before any game ---------------------------------------------------------------------
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    from odin_lab.evaluation.limits import MAX_GAMES, MAX_WORKERS
+
+    if not 1 <= getattr(args, "games", 1) <= MAX_GAMES:
+        raise ValueError(f"--games must be 1-{MAX_GAMES:,} (the lab's limit); got {args.games}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be 1-{MAX_WORKERS} (the lab's limit); got {args.workers}")
+    if args.ray is not None:
+        from odin_lab.evaluation.distributed import require_ray
+
+        require_ray()
+    if args.seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+    from odin_lab.evaluation.results import check_writable
+
+    check_writable(args.out)
+
+
+def _build(specs: Sequence[str], config: Config, engine: str = "auto") -> None:
+    """Build each agent of ``specs`` as the study's tournaments will seat it (batched forms when
+    ``engine`` picks the batched engine for them all), kept for them; ``ValueError`` naming the
+    agent (or ``--engine batched`` for agents without a batched form)."""
+    from agents.registry import has_batch_form
+    from odin_lab.evaluation.players import seat_agents, use_batched
+
+    distinct = list(dict.fromkeys(specs))
+    batched = use_batched(engine, distinct, [has_batch_form(s) for s in distinct], "--engine")
+    for spec in distinct:
+        check_agent(spec, config, lambda s: seat_agents([s], batched)[0])
+
+
+def _check_seats(args: argparse.Namespace) -> Config:
+    """``tournament``, ``thresholds`` and ``compare``: one spec per seat (compare: A or B in
+    the first)."""
+    compared = args.command == "compare"
+    specs = [*args.agents, *args.against] if compared else args.agents
+    config = check_counts(args, specs[1:] if compared else specs)
+    _build(specs, config, getattr(args, "engine", "auto"))  # thresholds: auto
+    if args.command == "thresholds":
+        for t in args.thresholds:
+            try:
+                replace(config, threshold=t)  # Config's own range, before any game
+            except ValueError as e:
+                raise ValueError(f"--thresholds: {e}") from None
+    return config
+
+
+def _check_leaderboard(args: argparse.Namespace) -> Config:
+    from odin_lab.evaluation.leaderboard import check
+
+    default = min(Config().players, len(args.agents))  # Config's 4, or one per agent
+    players = args.players if args.players is not None else default
+    config = config_of(args, players)
+    check(args.agents, players, args.tables)
+    _build(args.agents, config)
+    return config
+
+
+def _check_goat(args: argparse.Namespace) -> Config:
+    for n in args.players:
+        config_of(args, n)
+    _build([args.agent], replace(config_of(args, args.players[0]), goat=True))
+    return config_of(args, args.players[0])
+
+
+def _check_seating(args: argparse.Namespace) -> Config:
+    for n in args.players:
+        for rule in args.first_player:
+            config_of(args, n, rule)
+    _build([args.agent], config_of(args, args.players[0]))
+    return config_of(args, args.players[0])
+
+
+# -- the studies ---------------------------------------------------------------------------------
+
+
+def _tournament(args: argparse.Namespace, config: Config, common: dict) -> str:
+    from odin_lab.evaluation import studies
+
+    return studies.tournament(
+        args.agents, config, args.games, args.seed, args.out, args.workers,
+        engine=args.engine, resume=args.resume, **common,
+    )[1]  # fmt: skip
+
+
+def _compare(args: argparse.Namespace, config: Config, common: dict) -> str:
+    from odin_lab.evaluation.compare import compare
+
+    return compare(
+        args.agents, args.against, config, args.games, args.seed, args.out, args.workers,
+        resume=args.resume, engine=args.engine, **common,
+    )[1]  # fmt: skip
+
+
+def _seating(args: argparse.Namespace, config: Config, common: dict) -> str:
+    from odin_lab.evaluation import studies
+
+    return studies.seating(
+        args.agent, args.players, args.first_player, args.games, args.seed, args.out,
+        config, args.workers, resume=args.resume, **common,
+    )[1]  # fmt: skip
+
+
+def _thresholds(args: argparse.Namespace, config: Config, common: dict) -> str:
+    from odin_lab.evaluation import studies
+
+    return studies.thresholds(
+        args.agents, args.thresholds, args.games, args.seed, args.out, config,
+        args.workers, resume=args.resume, **common,
+    )[1]  # fmt: skip
+
+
+def _goat(args: argparse.Namespace, config: Config, common: dict) -> str:
+    from odin_lab.evaluation.goat_study import goat_study
+
+    return goat_study(
+        args.agent, args.players, args.games, args.seed, args.out, config, args.workers,
+        resume=args.resume, **common,
+    )[1]  # fmt: skip
+
+
+def _leaderboard(args: argparse.Namespace, config: Config, common: dict) -> str:
+    from odin_lab.evaluation.leaderboard import leaderboard
+
+    return leaderboard(
+        args.agents, config, args.games, args.seed, args.out, args.workers,
+        most=args.tables, resume=args.resume, **common,
+    )[1]  # fmt: skip
+
+
+def _showcase(args: argparse.Namespace, config: Config | None, common: dict) -> str:
+    from odin_lab.evaluation import showcase
+
+    return showcase.showcase(args.out, args.workers, args.games, seed=args.seed, **common)
+
+
+def _played(args: argparse.Namespace) -> list[str]:
+    """The agent specs a study plays (for its provenance)."""
+    if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
+        from odin_lab.evaluation import showcase
+
+        return showcase.showcase_agents()
+    specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
+    return [*specs, *getattr(args, "against", [])]  # compare's other seats
+
+
+# -- running one ---------------------------------------------------------------------------------
+
+
+def _run(check: Callable, play: Callable, args: argparse.Namespace, prog: str) -> int:
+    """Check, then play and write a study; return the exit code (0 done, 2 bad input, 130
+    interrupted, 1 a worker died)."""
+    from odin_lab.evaluation.players import built_once
+
+    with built_once():  # the agents built by the check are the ones the games seat
+        try:
+            _check_common(args)
+            config = check(args)
+        except ValueError as e:
+            return cli.fail(prog, e)
+        if args.workers is None:  # a local Ray takes every CPU unless told otherwise
+            args.workers = (os.cpu_count() or 1) if args.ray is not None else args.default_workers
+        if args.ray is not None:
+            from odin_lab.evaluation.distributed import connect
+
+            try:
+                connect(args.ray, args.workers)  # before anything is played or written
+            except ValueError as e:
+                return cli.fail(prog, e)
+        return _play(play, args, prog, config)
+
+
+def _play(play: Callable, args: argparse.Namespace, prog: str, config: Config | None) -> int:
+    from odin_lab.evaluation import results
+    from odin_lab.evaluation.provenance import provenance
+
+    common = {"progress": not args.no_progress, "ray": args.ray}
+    common["provenance"] = provenance(_played(args))
+    with results.stop_once():  # a second Ctrl-C waits for the finished work to be written
+        try:
+            text = play(args, config, common)
+        except KeyboardInterrupt as stop:
+            return _interrupted(prog, args.out, stop)
+        except results.NotWrittenError as e:
+            cli.fail(prog, e)
+            return 130 if results.interrupted_by(e) else 2
+        except ValueError as e:
+            return cli.fail(prog, e)
+        print(text)
+        print(f"written under {args.out}/")
+    return 0
+
+
+def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
+    """After Ctrl-C: one line saying what was kept in ``out`` and how to go on; exit code 130."""
+    from odin_lab.evaluation.leaderboard import LeaderboardInterrupted
+    from odin_lab.evaluation.results import Interrupted, committed
+    from odin_lab.evaluation.tournament import TournamentInterrupted
+
+    unchanged = f"nothing written (an earlier result in {out}/ is unchanged)"
+    if isinstance(stop, TournamentInterrupted) and stop.deals_done:
+        said = (
+            f"the {stop.deals_done} deals finished are in {out}/ (marked partial); "
+            "add --resume to play the rest"
+        )
+    elif isinstance(stop, LeaderboardInterrupted) and stop.written:
+        said = (
+            f"the {stop.tables_done} tables finished (of {stop.tables_planned}) are in {out}/ "
+            "(marked partial); add --resume to play the rest"
+        )
+    elif isinstance(stop, Interrupted) and stop.kept:
+        said = f"{stop.kept} are in {out}/ (marked partial); add --resume to play the rest"
+    elif not isinstance(stop, (TournamentInterrupted, LeaderboardInterrupted, Interrupted)) and (
+        Path(out) in committed
+    ):
+        said = f"after the whole result was written to {out}/"
+    else:
+        before = "before a deal finished; " if isinstance(stop, TournamentInterrupted) else ""
+        said = f"{before}{unchanged}"
+    died = _worker_death(stop)
+    if died is not None:  # not a Ctrl-C: the work kept all the same, but the command failed
+        print(f"\n{prog}: error: {died}: {said}", file=sys.stderr)
+        return 1
+    print(f"\n{prog}: interrupted: {said}", file=sys.stderr)
+    return 130
+
+
+def _worker_death(stop: BaseException) -> BaseException | None:
+    """The :class:`~odin_lab.evaluation.workers.WorkerDiedError` behind ``stop`` (itself, or the
+    exception it was raised from or while handling), if a worker's death stopped the work."""
+    from odin_lab.evaluation.workers import WorkerDiedError
+
+    seen: BaseException | None = stop
+    while seen is not None:
+        if isinstance(seen, WorkerDiedError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _subcommand(
+    summary: str, flags: Callable, check: Callable, play: Callable, specs: bool = True
+) -> Subcommand:
+    """The subcommand of a study: ``check(args)`` returns its game (``ValueError`` naming a bad
+    flag, before any game); ``play(args, config, common)`` plays it and returns its printed
+    table (``common``: ``progress``, ``ray`` and ``provenance``)."""
+    return Subcommand(summary, flags, partial(_run, check, play), specs)
+
+
+STUDIES: dict[str, Subcommand] = {
+    "tournament": _subcommand(
+        "agents play seeded deals from every seat", _tournament_flags, _check_seats, _tournament
+    ),
+    "compare": _subcommand(
+        "two agents in one seat on the same games: their paired difference",
+        _compare_flags,
+        _check_seats,
+        _compare,
+    ),
+    "seating": _subcommand(
+        "win rate by seat, the same agent in every seat", _seating_flags, _check_seating, _seating
+    ),
+    "thresholds": _subcommand(
+        "how the threshold changes the first agent's results",
+        _thresholds_flags,
+        _check_seats,
+        _thresholds,
+    ),
+    "goat": _subcommand(
+        "what the Grumpy Goat changes (RULES G1-G5): the same agent in every seat, without and "
+        "with it, at each player count",
+        _goat_flags,
+        _check_goat,
+        _goat,
+    ),
+    "leaderboard": _subcommand(
+        "rate many agents over every table of --players",
+        _leaderboard_flags,
+        _check_leaderboard,
+        _leaderboard,
+    ),
+    "showcase": _subcommand(
+        "the tournament and seat table that `make run` shows",
+        _showcase_flags,
+        lambda args: None,
+        _showcase,
+        specs=False,
+    ),
+}
+"""The studies of ``evaluate.py``, by subcommand, in the order of its help."""
+
+
+__all__ = ["STUDIES"]
