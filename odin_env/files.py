@@ -65,10 +65,14 @@ def read_bounded(path: Path | str, limit: int, *, follow: bool = True) -> bytes:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
             raise ValueError(f"{path}: {size:,} bytes, over the limit of {size_text(limit)}")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path}: over the limit of {size_text(limit)}")
-    return data
+        # In chunks: one read of limit + 1 bytes would reserve them all for a small file.
+        chunks, total = [], 0
+        while chunk := f.read(min(1 << 20, limit + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise ValueError(f"{path}: over the limit of {size_text(limit)}")
+    return b"".join(chunks)
 
 
 def read_head(path: Path | str, size: int, *, follow: bool = True) -> bytes:
