@@ -38,7 +38,8 @@ import numpy as np
 
 from agents.base import argmax_by_row, legal_pairs, refuse_goat
 from agents.features import ACTION_FEATURES, NUM_ACTION_FEATURES
-from agents.model_file import MODEL_FORMAT, is_zip, read_parts
+from agents.model_file import MODEL_FORMAT, is_zip, model_path, read_parts
+from odin_env.files import read_head
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 from odin_env.symmetry import colour_relabellings, colours_in_play
@@ -116,9 +117,8 @@ def model_algo(path: str | Path) -> str | None:
     from safetensors import safe_open
 
     try:
-        with open(path, "rb") as head:
-            if head.read(4) == b"PK\x03\x04":
-                return None
+        if read_head(path, 4) == b"PK\x03\x04":
+            return None
         with safe_open(str(path), framework="np") as f:
             meta = f.metadata() or {}
         if meta.get("format") != MODEL_FORMAT:
@@ -136,9 +136,7 @@ def read_dmc_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarr
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
     a file that is not a readable DMC model of this game (a PPO model, an SB3 ``.zip``, a
     corrupt file, other sizes)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no DMC model at {path}")
+    path = model_path(path, "DMC")
     if is_zip(path):
         raise ValueError(
             f"cannot load DMC model {path}: not a readable odin-lab model file (ValueError: it "

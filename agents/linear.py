@@ -29,7 +29,7 @@ import numpy as np
 from agents.base import argmax_by_row, legal_pairs, refuse_goat
 from agents.batched_linear import FEATURE_ORDER, batch_features
 from agents.hand import VALUE_LINE, VALUE_OF, cover
-from agents.model_file import is_zip, read_parts
+from agents.model_file import is_zip, model_path, read_parts
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE
 from odin_env.observation import NUM_PLANES, OBS_SIZE, PLANES_SIZE, hand_sizes, players_of, views
@@ -327,9 +327,7 @@ def read_linear(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]
     """``(info, {"weights": array})`` of a linear model file or checkpoint, checked (names
     known, one finite weight each). Nothing is unpickled. ``FileNotFoundError`` for a missing
     file; ``ValueError`` naming the file and the problem otherwise."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no linear model at {path}")
+    path = model_path(path, "linear")
     if is_zip(path):
         raise ValueError(f"cannot load linear model {path}: it is a .zip, which loading would "
                          "unpickle; refused")  # fmt: skip

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from agents.model_check import check_model
+from odin_env.files import check_regular, read_head
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 
@@ -43,9 +44,24 @@ def _zip_refusal(path: Path) -> ValueError:
 
 def is_zip(path: Path) -> bool:
     """Whether ``path`` is a ``.zip`` (by its first bytes or its name): an SB3 file, which
-    reading would unpickle."""
-    with open(path, "rb") as f:
-        return f.read(4) == b"PK\x03\x04" or path.suffix.lower() == ".zip"
+    reading would unpickle. Errors as :func:`odin_env.files.open_regular`."""
+    return read_head(path, 4) == b"PK\x03\x04" or path.suffix.lower() == ".zip"
+
+
+def model_path(path: str | Path, kind: str) -> Path:
+    """``path`` as a ``kind`` model file's, once it is known to be a regular file:
+    ``FileNotFoundError`` for a missing one, ``ValueError`` (one line, at once, nothing read nor
+    waited on) for a FIFO, a device, a folder, a link to one or a file that cannot be
+    opened."""
+    path = Path(path)
+    try:
+        return check_regular(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {kind} model at {path}") from None
+    except ValueError as error:
+        raise ValueError(f"cannot load {kind} model {error}") from None
+    except OSError as error:
+        raise ValueError(f"cannot load {kind} model {path}: {error.strerror}") from None
 
 
 def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -56,9 +72,7 @@ def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
     an SB3 ``.zip`` (with the import opt-in), a corrupt or an incompatible one."""
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no PPO model at {path}")
+    path = model_path(path, "PPO")
     if is_zip(path):
         raise _zip_refusal(path)
     info, state = read_parts(path, "PPO")
@@ -73,7 +87,7 @@ def read_parts(path: Path, kind: str) -> tuple[dict[str, Any], dict[str, np.ndar
     from safetensors import safe_open
 
     try:
-        with safe_open(str(path), framework="np") as f:
+        with safe_open(str(check_regular(path)), framework="np") as f:
             meta = f.metadata() or {}
             if meta.get("format") != MODEL_FORMAT:
                 raise ValueError("no odin-lab metadata")
@@ -144,9 +158,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray
     explicit import opt-in (:data:`SB3_OPT_IN`), for trusted files only. Needs torch."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no PPO model at {path}")
+    path = model_path(path, "PPO")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the policy class is not needed, only its weights
@@ -188,6 +200,7 @@ __all__ = [
     "is_zip",
     "model_bytes",
     "model_info",
+    "model_path",
     "read_model",
     "read_parts",
     "read_sb3_zip",

@@ -18,6 +18,7 @@ from agents.dmc import BUNDLED_DMC
 from agents.linear import BUNDLED_LINEAR
 from agents.ppo import bundled_models
 from agents.registry import MODEL_KINDS, search_network
+from odin_env.files import open_regular
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ def _commit() -> str | None:
 def sha256(path: Path) -> str:
     """The sha256 of a file's bytes."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -48,6 +48,7 @@ from odin_lab.evaluation.limits import (
     MAX_RECORDS_BYTES,
     MAX_RECORDS_GAMES,
     MAX_SPEC_CHARS,
+    parse_json,
     read_bounded,
 )
 from odin_lab.evaluation.tournament import GameRecord
@@ -203,12 +204,7 @@ def load_records(path: Path | str, limit: int = MAX_RECORDS_BYTES) -> RecordsFil
 def parse_records(raw: bytes, name: str = "records") -> RecordsFile:
     """The records in ``raw`` (a records file's bytes); ``ValueError`` as :func:`load_records`
     gives it, starting with ``name``."""
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ValueError(f"{name}: not a records file (JSON nested too deep)") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{name}: not a JSON records file ({e})") from None
+    data = parse_json(raw, name, "a JSON records file")
     try:
         return _parse(data)
     except ValueError as e:

@@ -7,13 +7,13 @@ A new algorithm is one module (its settings dataclass and its learner, see
 
 from __future__ import annotations
 
-import json
 import typing
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 from odin_env.rules import Config
+from odin_lab.evaluation.limits import MAX_CONFIG_BYTES, read_json
 from odin_lab.training.cem import CEMConfig, CEMLearner
 from odin_lab.training.config import (
     DEFAULT_ALGO,
@@ -108,7 +108,7 @@ def read_config(run_dir: Path) -> TrainConfig:
     """The :class:`TrainConfig` stored in ``run_dir/config.json``; ``TrainingError`` if unusable."""
     path = Path(run_dir) / "config.json"
     try:
-        payload = json.loads(path.read_text())
+        payload = read_json(path, MAX_CONFIG_BYTES)
         if not isinstance(payload, dict):
             raise ValueError("not a JSON object")
         # A config.json from before the training wing names no algorithm: it was PPO's.

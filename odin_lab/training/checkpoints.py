@@ -25,6 +25,8 @@ import torch as th
 from agents.dmc import ensemble_state, read_dmc_model
 from agents.model_file import FORMAT_VERSION, MODEL_FORMAT
 from agents.registry import read_model_file
+from odin_env.files import check_regular, read_head
+from odin_lab.evaluation.limits import MAX_CONFIG_BYTES, read_json
 from odin_lab.files import write_atomic, write_model
 from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, config_to_json
 
@@ -193,9 +195,7 @@ def load_checkpoint(
             )
         raise TrainingError(f"cannot resume {run_dir}: it has no {CHECKPOINT}")
     try:
-        with open(path, "rb") as head:
-            zipped = head.read(4) == b"PK\x03\x04"
-        if zipped:
+        if read_head(path, 4) == b"PK\x03\x04":
             raise ValueError("it is a .zip (SB3 format), which loading would unpickle; refused")
         with safe_open(str(path), framework="np") as f:
             meta = f.metadata() or {}
@@ -236,7 +236,7 @@ def read_run(path: Path) -> tuple[int, RunState, dict[str, Any], dict[str, np.nd
     checkpoint (no learner is built)."""
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="np") as f:
+    with safe_open(str(check_regular(path)), framework="np") as f:
         run = json.loads(f.metadata()["run"])
         arrays = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
     return int(run["step"]), _run_state(run), run, arrays
@@ -256,7 +256,7 @@ def write_evaluations(run_dir: Path, evaluations: list[dict[str, Any]]) -> None:
 def best_on_record(run_dir: Path) -> float:
     """The score in ``best.json`` (``-inf`` when there is none or it is unreadable)."""
     try:
-        score = json.loads((run_dir / BEST_RECORD).read_text())["score"]
+        score = read_json(run_dir / BEST_RECORD, MAX_CONFIG_BYTES)["score"]
         return float(score) if score is not None else -math.inf
     except (OSError, ValueError, KeyError, TypeError):
         return -math.inf

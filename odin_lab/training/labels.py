@@ -25,6 +25,7 @@ from agents.hand import see
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS, check_spec, make
 from agents.search import Scores, top_actions
+from odin_env.files import open_regular
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS, PASS
@@ -214,7 +215,7 @@ def _read_part(path: Path, keys: np.ndarray) -> list[Scores]:
     try:
         if path.stat().st_size > MOST_PART_BYTES:
             raise ValueError(f"larger than {MOST_PART_BYTES >> 20} MB")
-        with np.load(path, allow_pickle=False) as file:
+        with open_regular(path) as raw, np.load(raw, allow_pickle=False) as file:
             arrays = {name: file[name] for name in names}
         sizes = arrays["sizes"].astype(np.int64)
         per_decision = arrays["keys"].shape == sizes.shape == arrays["worlds"].shape

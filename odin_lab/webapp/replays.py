@@ -43,6 +43,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from odin_env.files import read_head
 from odin_lab.evaluation.limits import read_bounded, size_text
 from odin_lab.evaluation.records import RECORDS_FORMAT, RecordsFile, iter_steps, parse_records
 from odin_lab.webapp.errors import RequestError
@@ -386,17 +387,9 @@ def _is_records_file(path: Path) -> bool:
     """Whether the regular file ``path`` names the records format in its head (never waits:
     a file that turned into a FIFO since the check is not read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        head = read_head(path, HEAD_BYTES, follow=False)
+    except (OSError, ValueError):
         return False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        head = os.read(fd, HEAD_BYTES)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
     return f'"{RECORDS_FORMAT}"'.encode() in head
 
 
