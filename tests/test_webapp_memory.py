@@ -27,14 +27,17 @@ HEAD = (
 )
 
 
-def empty_objects(path: Path, count: int) -> None:
-    """A valid records file of no games whose key ``pad`` holds ``count`` empty objects."""
+def empty_objects(path: Path, count: int, gap: int = 0) -> None:
+    """A valid records file of no games whose key ``pad`` holds ``count`` empty objects, each
+    followed by ``gap`` spaces (so that the file may keep under the readers' objects-per-byte
+    limit, :data:`odin_lab.evaluation.limits.JSON_BYTES_PER_ITEM`)."""
+    item = b"{}," + b" " * gap
     with open(path, "wb") as f:
         f.write(HEAD)
         chunk = 1_000_000
         for start in range(0, count, chunk):
             n = min(chunk, count - start)
-            f.write(b"{}," * (n - 1) + (b"{}" if start + n == count else b"{},"))
+            f.write(item * (n - 1) + (b"{}" if start + n == count else item))
         f.write(b"]}\n")
 
 
@@ -47,12 +50,13 @@ def memory(pid: int) -> dict[str, int]:
 
 def test_files_of_empty_objects_leave_the_server_within_a_few_times_its_cache(tmp_path):
     """Four 31 MB files (each under the 32 MiB limit: refused from their text) and four of
-    5.7 MB (under the parse bound: parsed, and what the app does not read let go), listed."""
+    16 MB, an empty object every 16 bytes (under the parse bound and the readers' objects-per-byte
+    limit: parsed, and what the app does not read let go), listed."""
     records = tmp_path / "records"
     records.mkdir()
     for k in range(4):
         empty_objects(records / f"big{k}.json", 10_300_000)
-        empty_objects(records / f"small{k}.json", 1_900_000)
+        empty_objects(records / f"small{k}.json", 1_000_000, gap=13)
     assert all(p.stat().st_size < MAX_FILE_BYTES for p in records.iterdir())
     with serving("--out", str(tmp_path / "web"), "--records", str(records)) as server:
         before = memory(server.proc.pid)
