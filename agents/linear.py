@@ -329,8 +329,9 @@ def read_linear(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]
     file; ``ValueError`` naming the file and the problem otherwise."""
     path = model_path(path, "linear")
     if is_zip(path):
-        raise ValueError(f"cannot load linear model {path}: it is a .zip, which loading would "
-                         "unpickle; refused")  # fmt: skip
+        raise ValueError(
+            f"cannot load linear model {path}: it is a .zip, which loading would unpickle; refused"
+        )
     info, state = read_parts(path, "linear")
     algo = info.get("algo", "ppo") if isinstance(info, dict) else None
     if algo != ALGO:

@@ -112,9 +112,12 @@ def score_candidates(
     :data:`ROLLOUTS`). With a rollout budget the same observation and seed give the same scores
     on any machine."""
     agent = SearchAgent(
-        seed, rollouts=ROLLOUTS if rollouts is None else rollouts, min_worlds=min_worlds,
-        policy=policy, ms=ms,
-    )  # fmt: skip
+        seed,
+        rollouts=ROLLOUTS if rollouts is None else rollouts,
+        min_worlds=min_worlds,
+        policy=policy,
+        ms=ms,
+    )
     # Engines are kept from call to call (building one costs up to ~0.1 s, a good part of a
     # short budget): a call borrows a whole set, so no two calls step one engine at once, and
     # a few small sets are kept (an engine of 2,048 rows holds ~18 MB).

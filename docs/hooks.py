@@ -188,8 +188,14 @@ def _evaluation(evaluation: dict) -> str:
     for what, entry in evaluation.items():
         if isinstance(entry, dict) and "win_rate" in entry:
             total = entry.get("mean_total", "")
-            rows.append([what.replace("_", " "), f"{entry['games']:,}",
-                         _rate(entry["win_rate"], entry.get("ci95")), str(total)])  # fmt: skip
+            rows.append(
+                [
+                    what.replace("_", " "),
+                    f"{entry['games']:,}",
+                    _rate(entry["win_rate"], entry.get("ci95")),
+                    str(total),
+                ]
+            )
     parity = evaluation.get("parity")
     text = f"**Evaluated** by `{evaluation.get('command', '')}`"
     if parity is not None:

@@ -165,8 +165,9 @@ def _play(player: str, opponent: str, players: int, deals: range, seed: int):
     return records, getattr(agent, "changed", 0), agent.name
 
 
-def paired(wrapper: str, opponent: str, players: int, deals: int, seed: int,
-           workers: int = 1) -> list[dict]:  # fmt: skip
+def paired(
+    wrapper: str, opponent: str, players: int, deals: int, seed: int, workers: int = 1
+) -> list[dict]:
     """The bundled ``dmc`` and ``WRAPPERS[wrapper]`` on the same deals: a row each (player,
     games, win share with its Wilson interval, decisions changed), then the paired difference
     of the wrapper's share of each game over the bundle's, with its standard error."""
@@ -182,12 +183,24 @@ def paired(wrapper: str, opponent: str, players: int, deals: int, seed: int,
         won = np.array([seat_shares(r)[r.agents.index(0)] for part, _, _ in mine for r in part])
         low, high = wilson(won.sum(), len(won))
         changed = sum(count for _, count, _ in mine)
-        rows.append({"player": mine[0][2], "games": len(won), "win_share": won.mean(),
-                     "ci_low": low, "ci_high": high, "changed": changed})  # fmt: skip
+        rows.append(
+            {
+                "player": mine[0][2],
+                "games": len(won),
+                "win_share": won.mean(),
+                "ci_low": low,
+                "ci_high": high,
+                "changed": changed,
+            }
+        )
         shares.append(won)
     difference = shares[1] - shares[0]
-    rows.append({"difference": difference.mean(),
-                 "stderr": difference.std(ddof=1) / np.sqrt(len(difference))})  # fmt: skip
+    rows.append(
+        {
+            "difference": difference.mean(),
+            "stderr": difference.std(ddof=1) / np.sqrt(len(difference)),
+        }
+    )
     return rows
 
 
@@ -196,13 +209,14 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     counting = sub.add_parser("count", help="who ends the last hands of a games.csv")
     counting.add_argument("games", type=Path)
-    helps = {"rule": "the bundled dmc with and without NoLosingGoOut",
-             "game-point": "the bundled dmc with and without search at game point"}  # fmt: skip
+    helps = {
+        "rule": "the bundled dmc with and without NoLosingGoOut",
+        "game-point": "the bundled dmc with and without search at game point",
+    }
     for wrapper, text in helps.items():
         pairing = sub.add_parser(wrapper, help=text)
         pairing.add_argument("--opponent", default="planner")
-        pairing.add_argument("--players", type=int, default=4, choices=range(2, 7),
-                             metavar="2-6")  # fmt: skip
+        pairing.add_argument("--players", type=int, default=4, choices=range(2, 7), metavar="2-6")
         pairing.add_argument("--deals", type=int, default=1000)
         pairing.add_argument("--seed", type=int, default=0)
         pairing.add_argument("--workers", type=int, default=1)

@@ -201,8 +201,17 @@ def figure(
             dx = 4.0 * (k - (len(opponents) - 1) / 2)
             shift = transforms.offset_copy(ax.transData, fig, x=dx, units="points")
             label = f"{round(1 / parity) - 1} x {opponent}"
-            ax.errorbar(minutes, rates, yerr=err, fmt="o-", color=colour, ms=4, label=label,
-                        transform=shift, clip_on=False)  # fmt: skip
+            ax.errorbar(
+                minutes,
+                rates,
+                yerr=err,
+                fmt="o-",
+                color=colour,
+                ms=4,
+                label=label,
+                transform=shift,
+                clip_on=False,
+            )
         ax.axhline(100 * parity, **FAIR, label=f"parity {100 * parity:.0f}%")
         # Set by hand: autoscaling ignores the shifted series.
         ax.set_xlim(0, 1.06 * max(r["minutes"] for r in results))
@@ -231,9 +240,12 @@ def write_results(out: Path, report: dict) -> None:
     if report["results"]:
         facts = report["facts"]
         fig = figure(
-            report["results"], facts["parity"], facts["games_per_point"],
-            facts.get("label", "PPO"), facts.get("clock", "wall"),
-        )  # fmt: skip
+            report["results"],
+            facts["parity"],
+            facts["games_per_point"],
+            facts.get("label", "PPO"),
+            facts.get("clock", "wall"),
+        )
         save_figure(fig, out / "learning_curve.png")
 
 
@@ -297,18 +309,24 @@ def main(argv: list[str] | None = None) -> None:
             k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "config"
         },  # the run's settings are the facts' train_config
         "facts": {
-            "players": players, "parity": parity, "games_per_point": args.deals * players,
-            "algo": args.algo, "label": label, "clock": args.clock,
+            "players": players,
+            "parity": parity,
+            "games_per_point": args.deals * players,
+            "algo": args.algo,
+            "label": label,
+            "clock": args.clock,
             "train_config": config_to_json(config),
         },
         "machine": {
-            "platform": platform.platform(), "cpus": os.cpu_count(),
-            "torch_threads": config.torch_threads, "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "torch_threads": config.torch_threads,
+            "python": platform.python_version(),
             "torch": th.__version__,
         },
         "complete": False,
         "results": [],
-    }  # fmt: skip
+    }
     out: Path = args.out
     th.set_num_threads(config.torch_threads)
     learner = ALGORITHMS[args.algo].learner(config)
@@ -352,15 +370,23 @@ def main(argv: list[str] | None = None) -> None:
             learner.write_player(path, provenance(config))
             for opponent in args.opponents:
                 result = evaluate(
-                    path, config, opponent, args.deals, args.eval_seed, workers=args.workers,
+                    path,
+                    config,
+                    opponent,
+                    args.deals,
+                    args.eval_seed,
+                    workers=args.workers,
                     kind=learner.kind,
-                )  # fmt: skip
+                )
                 row = {
-                    "minutes": minutes, "train_seconds": round(clock["trained"], 2),
+                    "minutes": minutes,
+                    "train_seconds": round(clock["trained"], 2),
                     "decisions": learner.steps,
                     "steps_per_s": round(learner.steps / clock["trained"], 1),
-                    "opponent": opponent, **result, "model": path.name,
-                }  # fmt: skip
+                    "opponent": opponent,
+                    **result,
+                    "model": path.name,
+                }
                 report["results"].append(row)
                 tqdm.write(row_text(row, parity))
                 sys.stdout.flush()

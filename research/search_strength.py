@@ -93,8 +93,15 @@ class _SeesAll:
         return np.repeat(np.array([hands], dtype=np.int64), worlds, axis=0)
 
 
-def partly_true(truth: list[int], known: list[int], unseen: np.ndarray, needs: list[int],
-                worlds: int, share: float, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def partly_true(
+    truth: list[int],
+    known: list[int],
+    unseen: np.ndarray,
+    needs: list[int],
+    worlds: int,
+    share: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """``(worlds, players)`` layouts (slot order, as :func:`agents.worlds.sample_hands`): seat 0's
     hand and every seat's known cards as in ``truth``; each other hidden card of ``truth`` kept
     in its seat with chance ``share``, independently in each world; the unseen cards not kept
@@ -183,9 +190,20 @@ def _read_part(path: Path, settings: dict, games: int) -> tuple[list, list[float
         raise ValueError(f"{problem} ({str(error)[:80]})") from None
 
 
-def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, seed: int,
-            workers: int, start: int = 0, out: Path | None = None, resume: bool = False,
-            sees: float = 0.0, others: str | None = None) -> dict:  # fmt: skip
+def measure(
+    spec: str,
+    opponent: str,
+    players: int,
+    threshold: int,
+    deals: int,
+    seed: int,
+    workers: int,
+    start: int = 0,
+    out: Path | None = None,
+    resume: bool = False,
+    sees: float = 0.0,
+    others: str | None = None,
+) -> dict:
     """One budget's tournament of deals ``start .. start + deals - 1``: win share (ties
     shared), interval, penalty and timings. ``out``: each finished part is written there
     (atomically); ``resume``: the parts found there are read, not played; ``sees``: the share
@@ -194,8 +212,15 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     (:func:`model_others`; ``None``: as the budget's spec says)."""
     stop = start + deals
     parts = [range(lo, min(lo + PART, stop)) for lo in range(start, stop, PART)]
-    settings = {"agent": spec, "opponent": opponent, "players": players, "threshold": threshold,
-                "seed": seed, **_sees_setting(sees), **_others_setting(others)}  # fmt: skip
+    settings = {
+        "agent": spec,
+        "opponent": opponent,
+        "players": players,
+        "threshold": threshold,
+        "seed": seed,
+        **_sees_setting(sees),
+        **_others_setting(others),
+    }
     found = {}
     if resume and out is not None:
         for part in parts:
@@ -211,8 +236,11 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
             found[part] = result
             if out is not None:
                 records, times = result
-                payload = {"settings": settings, "records": [r.to_dict() for r in records],
-                           "times": times}  # fmt: skip
+                payload = {
+                    "settings": settings,
+                    "records": [r.to_dict() for r in records],
+                    "times": times,
+                }
                 path = _part_path(out, spec, part, sees, others)
                 write_atomic(path, json.dumps(payload).encode())
             bar.update(len(part))
@@ -224,18 +252,28 @@ def measure(spec: str, opponent: str, players: int, threshold: int, deals: int, 
     hands = sum(len(r.hands) for r in records)
     penalty = sum(h[r.agents.index(0)] for r in records for h in r.hands) / hands
     return {
-        "agent": spec + _sees_label(sees) + _others_label(others), "opponent": opponent,
-        "players": players, "games": len(records),
-        "win_share": wins / len(records), "ci_low": low, "ci_high": high,
-        "penalty_per_hand": penalty, "median_ms": float(np.median(times)),
-        "p90_ms": float(np.percentile(times, 90)), "decisions": int(times.size),
-    }  # fmt: skip
+        "agent": spec + _sees_label(sees) + _others_label(others),
+        "opponent": opponent,
+        "players": players,
+        "games": len(records),
+        "win_share": wins / len(records),
+        "ci_low": low,
+        "ci_high": high,
+        "penalty_per_hand": penalty,
+        "median_ms": float(np.median(times)),
+        "p90_ms": float(np.percentile(times, 90)),
+        "decisions": int(times.size),
+    }
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--budgets", nargs="+", default=["16", "64", "256"],
-                   help="playouts per decision (N) or milliseconds (Nms)")  # fmt: skip
+    p.add_argument(
+        "--budgets",
+        nargs="+",
+        default=["16", "64", "256"],
+        help="playouts per decision (N) or milliseconds (Nms)",
+    )
     p.add_argument("--opponent", default="planner")
     p.add_argument("--players", type=int, default=4)
     p.add_argument("--threshold", type=int, default=15)
@@ -249,18 +287,22 @@ def main() -> None:
         "--resume", action="store_true", help="read the parts a stopped run left; play the rest"
     )
     p.add_argument(
-        "--see-all", action="store_true",
+        "--see-all",
+        action="store_true",
         help="the search's worlds are the true hands: an upper bound, not a fair player",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--see-share", type=float, metavar="P",
+        "--see-share",
+        type=float,
+        metavar="P",
         help="each hidden card where it truly is with chance P (0 < P < 1) in each world",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--others", metavar="SPEC",
+        "--others",
+        metavar="SPEC",
         help="the player of every seat of the search's playouts (a spec with a batched form; "
         "default: planner)",
-    )  # fmt: skip
+    )
     args = p.parse_args()
     if args.see_share is not None and not 0 < args.see_share < 1:
         p.error(f"--see-share must be a chance between 0 and 1 (exclusive); got {args.see_share}")
@@ -282,9 +324,20 @@ def main() -> None:
     )
     for budget in args.budgets:
         try:
-            row = measure(f"search:{budget}", args.opponent, args.players, args.threshold,
-                          args.deals, args.seed, args.workers, args.start, args.out,
-                          args.resume, args.sees, args.others)  # fmt: skip
+            row = measure(
+                f"search:{budget}",
+                args.opponent,
+                args.players,
+                args.threshold,
+                args.deals,
+                args.seed,
+                args.workers,
+                args.start,
+                args.out,
+                args.resume,
+                args.sees,
+                args.others,
+            )
         except ValueError as error:
             p.exit(2, f"{p.prog}: error: {error}\n")
         rows.append(row)
@@ -338,8 +391,10 @@ def _write(rows: list[dict], args: argparse.Namespace) -> None:
     # machine-dependent, labels each point.
     x = [_budget(r["agent"]) for r in rows]
     y = [100 * r["win_share"] for r in rows]
-    err = [[100 * (r["win_share"] - r["ci_low"]) for r in rows],
-           [100 * (r["ci_high"] - r["win_share"]) for r in rows]]  # fmt: skip
+    err = [
+        [100 * (r["win_share"] - r["ci_low"]) for r in rows],
+        [100 * (r["ci_high"] - r["win_share"]) for r in rows],
+    ]
     ax.errorbar(x, y, yerr=err, marker="o", capsize=4, color="tab:blue", label="search")
     for r, xi, yi in zip(rows, x, y):
         note = f"{r['median_ms']:.0f} ms, {int(r['games'])} games"

@@ -34,10 +34,15 @@ def measure(agent: str, opponent: str, players: int, games: int, seed: int, work
     records = play_tournament(specs, Config(players=players), deals, seed, workers=workers)
     row = agent_summary(records, specs)[0]
     return {
-        "players": players, "opponent": opponent, "parity": 1 / players, "games": row["games"],
-        "win_share": row["win_rate"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+        "players": players,
+        "opponent": opponent,
+        "parity": 1 / players,
+        "games": row["games"],
+        "win_share": row["win_rate"],
+        "ci_low": row["ci_low"],
+        "ci_high": row["ci_high"],
         "mean_total": row["mean_total"],
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,8 +99,10 @@ def _write(rows: list[dict], args: argparse.Namespace, argv: list[str]) -> None:
         mine = [r for r in rows if r["opponent"] == opponent]
         x = [r["players"] for r in mine]
         y = [100 * r["win_share"] for r in mine]
-        err = [[100 * (r["win_share"] - r["ci_low"]) for r in mine],
-               [100 * (r["ci_high"] - r["win_share"]) for r in mine]]  # fmt: skip
+        err = [
+            [100 * (r["win_share"] - r["ci_low"]) for r in mine],
+            [100 * (r["ci_high"] - r["win_share"]) for r in mine],
+        ]
         ax.errorbar(x, y, yerr=err, marker="o", capsize=4, label=f"vs (n - 1) x {opponent}")
     sizes = sorted({r["players"] for r in rows})
     ax.plot(sizes, [100 / n for n in sizes], ls="--", color="grey", label="parity (1 / n)")

@@ -104,8 +104,9 @@ def fit(
     for epoch in range(1, settings["epochs"] + 1):
         losses = []
         for batch in th.randperm(len(decisions), generator=order).split(settings["batch_size"]):
-            pairs = th.as_tensor(np.concatenate([np.arange(e - n, e) for e, n in
-                                                 zip(ends[batch], sizes[batch])]))  # fmt: skip
+            pairs = th.as_tensor(
+                np.concatenate([np.arange(e - n, e) for e, n in zip(ends[batch], sizes[batch])])
+            )
             group = th.as_tensor(np.repeat(np.arange(len(batch)), sizes[batch]))
             q = net(obs[batch], actions[pairs], group)
             loss = _loss(q, labels[pairs], before[pairs], group, len(batch), settings)
@@ -167,9 +168,12 @@ def regret_row(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--games", nargs="+", metavar="SPEC", required=True,
+        "--games",
+        nargs="+",
+        metavar="SPEC",
+        required=True,
         help="the decisions' games: one player a seat (the first's decisions)",
-    )  # fmt: skip
+    )
     parser.add_argument("--decisions", type=int, default=20000, help="decisions to fit on")
     parser.add_argument("--held-out", type=int, default=3000, help="decisions to score on")
     parser.add_argument("--playout", default="planner", help="the search's playout policy")
@@ -185,9 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=933)
     parser.add_argument("--workers", type=int, default=1, help="processes for the searches")
     parser.add_argument("--save", type=Path, help="write the fitted student here (a model file)")
-    parser.add_argument("--labels", type=Path,
-                        help="keep the searches in this folder: a stop loses at most a file of "
-                        "them, and a later run of the same games and seed reuses them")  # fmt: skip
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        help="keep the searches in this folder: a stop loses at most a file of "
+        "them, and a later run of the same games and seed reuses them",
+    )
     parser.add_argument("--out", type=Path, default=Path("results/teacher_fit"))
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
@@ -197,19 +204,34 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         parser.error(f"--student {args.student}: {str(error).splitlines()[0]}")
     if play_symmetries(student[0]) != 1:
-        parser.error(f"--student must be a network read once (symmetries 1, as dmc_one); "
-                     f"{args.student} reads {play_symmetries(student[0])} labellings")  # fmt: skip
+        parser.error(
+            f"--student must be a network read once (symmetries 1, as dmc_one); "
+            f"{args.student} reads {play_symmetries(student[0])} labellings"
+        )
     search = {"playout": args.playout, "rollouts": args.rollouts, "top": args.top}
     held_seed = spawn_seed(args.seed, HELD_OUT)
     parts = ("train", "held", "fresh")
     cache = {part: args.labels / part if args.labels else None for part in parts}
     try:
-        train = game_decisions(args.games, args.decisions, args.seed, workers=args.workers,
-                               cache=cache["train"], **search)  # fmt: skip
-        held = game_decisions(args.games, args.held_out, held_seed, workers=args.workers,
-                              cache=cache["held"], **search)  # fmt: skip
-        fresh = relabel(held, args.playout, args.rollouts, held_seed, args.workers,
-                        cache=cache["fresh"])  # fmt: skip
+        train = game_decisions(
+            args.games,
+            args.decisions,
+            args.seed,
+            workers=args.workers,
+            cache=cache["train"],
+            **search,
+        )
+        held = game_decisions(
+            args.games,
+            args.held_out,
+            held_seed,
+            workers=args.workers,
+            cache=cache["held"],
+            **search,
+        )
+        fresh = relabel(
+            held, args.playout, args.rollouts, held_seed, args.workers, cache=cache["fresh"]
+        )
     except CacheError as error:  # a cache's unusable file, or one it cannot write
         parser.error(f"--labels: {error}")
     except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
@@ -229,20 +251,30 @@ def main(argv: list[str] | None = None) -> int:
         row.update(regret_row(picks(agent, held), lost, kinds, start)[0])
         row["share_as_labels"] = float(np.mean(picks(agent, train) == taught))
         epochs.append(row)
-        print(f"epoch {epoch:>3}: held-out regret {row['regret']:.4f} ± {row['regret_se']:.4f}, "
-              f"{row['minus_start']:+.4f} ± {row['minus_start_se']:.4f} on the start (teacher "
-              f"{teacher['regret']:.4f}); picks as its training labels "
-              f"{row['share_as_labels']:.1%}", flush=True)  # fmt: skip
+        print(
+            f"epoch {epoch:>3}: held-out regret {row['regret']:.4f} ± {row['regret_se']:.4f}, "
+            f"{row['minus_start']:+.4f} ± {row['minus_start_se']:.4f} on the start (teacher "
+            f"{teacher['regret']:.4f}); picks as its training labels "
+            f"{row['share_as_labels']:.1%}",
+            flush=True,
+        )
 
     score(0, student[1], None)
     fitted = fit(student, train, settings, spawn_seed(args.seed, FIT), score)
     report = {
         "command": shell_command("research/teacher_fit.py", argv),
-        "settings": {"games": args.games, "decisions": len(train), "held_out": len(held),
-                     "seed": args.seed, "student": _shown(args.student), **search, **settings},
+        "settings": {
+            "games": args.games,
+            "decisions": len(train),
+            "held_out": len(held),
+            "seed": args.seed,
+            "student": _shown(args.student),
+            **search,
+            **settings,
+        },
         "teacher": teacher,
         "epochs": epochs,
-    }  # fmt: skip
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomic(args.out / "teacher_fit.json", (json.dumps(report, indent=2) + "\n").encode())
     _plot(report, args.out)
@@ -274,8 +306,9 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
               "batch_size": (1, MOST)}  # fmt: skip
     for name, (low, high) in ranges.items():
         if not low <= getattr(args, name) <= high:
-            parser.error(f"--{name.replace('_', '-')} must be {low}-{high:,}; "
-                         f"got {getattr(args, name)}")  # fmt: skip
+            parser.error(
+                f"--{name.replace('_', '-')} must be {low}-{high:,}; got {getattr(args, name)}"
+            )
     if args.loss not in LOSSES:
         parser.error(f"--loss must be one of {', '.join(LOSSES)}; got {args.loss!r}")
     for name in ("tau", "learning_rate"):
@@ -298,23 +331,35 @@ def _plot(report: dict, out: Path) -> None:
     epochs = [row["epoch"] for row in rows]
     fig = Figure(figsize=(7.0, 3.6))
     ax = fig.subplots()
-    ax.errorbar(epochs, [row["regret"] for row in rows],
-                yerr=[1.96 * row["regret_se"] for row in rows], marker="o",
-                label="the student, held out")  # fmt: skip
+    ax.errorbar(
+        epochs,
+        [row["regret"] for row in rows],
+        yerr=[1.96 * row["regret_se"] for row in rows],
+        marker="o",
+        label="the student, held out",
+    )
     ax.axhline(report["teacher"]["regret"], color="tab:green", ls="--", label="the teacher")
     ax.set_xlabel("epochs of fitting")
     ax.set_ylabel("regret (penalty points a decision)")
     twin = ax.twinx()
-    twin.plot(epochs, [row["share_as_labels"] for row in rows], color="tab:red", marker="s",
-              label="picks as its training labels")  # fmt: skip
+    twin.plot(
+        epochs,
+        [row["share_as_labels"] for row in rows],
+        color="tab:red",
+        marker="s",
+        label="picks as its training labels",
+    )
     twin.set_ylabel("share of training decisions")
     ax.set_ylim(bottom=0)  # the teacher's line apart from the share's curve, which starts low
     twin.set_ylim(0.5, 1)
     handles = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     ax.legend(handles=handles, fontsize=8, loc="lower right")
     settings = report["settings"]
-    ax.set_title(f"{settings['student'].split('/')[-1]} fitted on {settings['decisions']:,} "
-                 f"labels ({settings['loss']})", fontsize=10)  # fmt: skip
+    ax.set_title(
+        f"{settings['student'].split('/')[-1]} fitted on {settings['decisions']:,} "
+        f"labels ({settings['loss']})",
+        fontsize=10,
+    )
     fig.tight_layout()
     temporary = out / "teacher_fit.tmp.png"
     fig.savefig(temporary, dpi=150)

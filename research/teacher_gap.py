@@ -147,10 +147,14 @@ def regrets(
         rows.append(row)
         for key, of in groups.items():
             grouped[f"by_{key}"] += [
-                {"chooser": name, key: group, "decisions": int((of == group).sum()),
-                 **_mean("regret", values[of == group])}
+                {
+                    "chooser": name,
+                    key: group,
+                    "decisions": int((of == group).sum()),
+                    **_mean("regret", values[of == group]),
+                }
                 for group in np.unique(of).tolist()
-            ]  # fmt: skip
+            ]
     return rows, grouped
 
 
@@ -164,9 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", type=Path, help="an expert-iteration run folder")
     source.add_argument(
-        "--games", nargs="+", metavar="SPEC",
+        "--games",
+        nargs="+",
+        metavar="SPEC",
         help="draw the decisions from games of these players, one per seat (the first's)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--decisions", type=int, default=3000, help="the last N kept decisions (the first N drawn)"
     )
@@ -210,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--players {spec}: {str(error).splitlines()[0]}")
     if args.games:
         try:
-            decisions = game_decisions(args.games, args.decisions, args.seed,
-                                       workers=args.workers, **search)  # fmt: skip
+            decisions = game_decisions(
+                args.games, args.decisions, args.seed, workers=args.workers, **search
+            )
         except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
             parser.error(f"--games: {str(error).splitlines()[0]}")
     else:
@@ -232,22 +239,32 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows, grouped = regrets(fresh, [c for _, c, _ in decisions], picks, groups)
     again = f"{search['rollouts']} {search['playout']} playouts, seed {args.seed}"
-    print(f"{len(decisions):,} decisions of {_source(args)}, searched again ({again}); regret in "
-          "penalty points a decision")  # fmt: skip
+    print(
+        f"{len(decisions):,} decisions of {_source(args)}, searched again ({again}); regret in "
+        "penalty points a decision"
+    )
     print(f"{'chooser':<44} {'regret':>16} {'minus labels':>16} {'minus first':>16} {'agrees':>7}")
     for row in rows:
-        paired = [f"{row[key]:+.4f} ± {row[key + '_se']:.4f}" if key in row else ""
-                  for key in ("minus_labels", "minus_first")]  # fmt: skip
+        paired = [
+            f"{row[key]:+.4f} ± {row[key + '_se']:.4f}" if key in row else ""
+            for key in ("minus_labels", "minus_first")
+        ]
         agrees = f"{row['share_agreeing']:.1%}" if "share_agreeing" in row else ""
-        print(f"{row['chooser']:<44} {row['regret']:.4f} ± {row['regret_se']:.4f} "
-              f"{paired[0]:>16} {paired[1]:>16} {agrees:>7}")  # fmt: skip
+        print(
+            f"{row['chooser']:<44} {row['regret']:.4f} ± {row['regret_se']:.4f} "
+            f"{paired[0]:>16} {paired[1]:>16} {agrees:>7}"
+        )
     report = {
         "command": shell_command("research/teacher_gap.py", argv),
-        "settings": {**({"games": args.games} if args.games else {"run": str(args.run)}),
-                     "decisions": len(decisions), "seed": args.seed, **search},
+        "settings": {
+            **({"games": args.games} if args.games else {"run": str(args.run)}),
+            "decisions": len(decisions),
+            "seed": args.seed,
+            **search,
+        },
         "rows": rows,
         **grouped,
-    }  # fmt: skip
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomic(args.out / "teacher_gap.json", (json.dumps(report, indent=2) + "\n").encode())
     _plot(rows, args)

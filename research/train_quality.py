@@ -46,10 +46,15 @@ def main() -> None:
         for algo in args.algos:
             for seed in args.seeds:
                 config = make_config(
-                    algo, name=f"{algo}{seed}", runs_dir=runs, seed=seed,
-                    opponents=[args.opponent], total_steps=args.steps, eval_every=0,
+                    algo,
+                    name=f"{algo}{seed}",
+                    runs_dir=runs,
+                    seed=seed,
+                    opponents=[args.opponent],
+                    total_steps=args.steps,
+                    eval_every=0,
                     checkpoint_every=args.steps,
-                )  # fmt: skip
+                )
                 start = time.perf_counter()
                 with contextlib.redirect_stderr(io.StringIO()):  # the trainer's progress bar
                     checkpoint = train(config)

@@ -92,19 +92,28 @@ def measure(
     for key, outcome in zip((k for k, o in zip(keys, odd) if not o), y[~odd]):
         count[key] += 1
         won[key] += outcome
-    fitted = np.array([(won[k] + PRIOR * q) / (count[k] + PRIOR)
-                       for k, q, o in zip(keys, p, odd) if o])  # fmt: skip
+    fitted = np.array(
+        [(won[k] + PRIOR * q) / (count[k] + PRIOR) for k, q, o in zip(keys, p, odd) if o]
+    )
     bins = np.minimum((p * 10).astype(int), 9)
     reliability = [
-        {"players": players, "estimate": float(p[bins == b].mean()),
-         "share_won": float(y[bins == b].mean()), "seat_positions": int((bins == b).sum())}
-        for b in range(10) if (bins == b).sum() >= 50
-    ]  # fmt: skip
+        {
+            "players": players,
+            "estimate": float(p[bins == b].mean()),
+            "share_won": float(y[bins == b].mean()),
+            "seat_positions": int((bins == b).sum()),
+        }
+        for b in range(10)
+        if (bins == b).sum() >= 50
+    ]
     row = {
-        "players": players, "games": games, "positions": int(totals.shape[0]),
-        "log_loss_estimate": log_loss(p[odd], y[odd]), "log_loss_table": log_loss(fitted, y[odd]),
+        "players": players,
+        "games": games,
+        "positions": int(totals.shape[0]),
+        "log_loss_estimate": log_loss(p[odd], y[odd]),
+        "log_loss_table": log_loss(fitted, y[odd]),
         "log_loss_parity": log_loss(np.full(int(odd.sum()), 1 / players), y[odd]),
-    }  # fmt: skip
+    }
     return row, reliability
 
 
@@ -140,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         reliability += curve
         losses = [row[f"log_loss_{k}"] for k in ("estimate", "table", "parity")]
-        print(f"{players:>7} {row['positions']:>10,} {losses[0]:>11.4f} {losses[1]:>8.4f} "
-              f"{losses[2]:>8.4f}", flush=True)  # fmt: skip
+        print(
+            f"{players:>7} {row['positions']:>10,} {losses[0]:>11.4f} {losses[1]:>8.4f} "
+            f"{losses[2]:>8.4f}",
+            flush=True,
+        )
     _write(rows, reliability, args, argv)
     print(f"wrote {args.out / 'win_chance.json'} and win_chance.png")
     return 0
@@ -154,8 +166,12 @@ def _write(
 
     settings = {"agent": args.agent, "threshold": args.threshold, "games": args.games,
                 "seed": args.seed}  # fmt: skip
-    report = {"command": shell_command("research/win_chance.py", argv), "settings": settings,
-              "rows": rows, "reliability": reliability}  # fmt: skip
+    report = {
+        "command": shell_command("research/win_chance.py", argv),
+        "settings": settings,
+        "rows": rows,
+        "reliability": reliability,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     temporary = args.out / "win_chance.json.tmp"
     temporary.write_text(json.dumps(report, indent=2) + "\n")
@@ -164,8 +180,12 @@ def _write(
     ax = fig.subplots()
     for players in args.players:
         points = [r for r in reliability if r["players"] == players]
-        ax.plot([r["estimate"] for r in points], [r["share_won"] for r in points], marker="o",
-                label=f"{players} players")  # fmt: skip
+        ax.plot(
+            [r["estimate"] for r in points],
+            [r["share_won"] for r in points],
+            marker="o",
+            label=f"{players} players",
+        )
     ax.plot([0, 1], [0, 1], ls="--", color="grey", label="calibrated")
     ax.set_xlabel("win_chance after a hand")
     ax.set_ylabel("share of the game won")

@@ -55,8 +55,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ]
     failed = [p.args[-1] for p in warm if p.wait() != 0]
     took = f"numba's cache warmed in {time.monotonic() - start:.1f} s"
-    print(took + (f" (failed: {failed}; the tests compile what they call)" if failed else ""),
-          file=sys.stderr)  # fmt: skip
+    print(
+        took + (f" (failed: {failed}; the tests compile what they call)" if failed else ""),
+        file=sys.stderr,
+    )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -35,10 +35,29 @@ from odin_lab.training.dmc_collector import DMCCollector, discounted_returns
 ROOT = Path(__file__).resolve().parents[1]
 UPDATE = 64  # --decisions-per-update below: the least an update trains on
 TINY = [
-    "--algo", "dmc", "--opponents", "random", "self", "--snapshot-every", str(UPDATE),
-    "--selfplay-batch", "8", "--decisions-per-update", str(UPDATE), "--batch-size", "16",
-    "--net", "32", "16", "--eval-deals", "1", "--eval-opponents", "random", "--threshold", "5",
-]  # fmt: skip
+    "--algo",
+    "dmc",
+    "--opponents",
+    "random",
+    "self",
+    "--snapshot-every",
+    str(UPDATE),
+    "--selfplay-batch",
+    "8",
+    "--decisions-per-update",
+    str(UPDATE),
+    "--batch-size",
+    "16",
+    "--net",
+    "32",
+    "16",
+    "--eval-deals",
+    "1",
+    "--eval-opponents",
+    "random",
+    "--threshold",
+    "5",
+]
 """The learner in one seat against random and its own snapshots; games to 5 points (a hand or
 two each), 8 in lockstep."""
 
@@ -46,8 +65,11 @@ two each), 8 in lockstep."""
 def train_py(*args: object, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "train.py"), *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 log = evaluation_log
@@ -78,16 +100,32 @@ def tiny_config(runs: Path, name: str, total: int, seed: int = 3, **settings):
         **settings,
     }  # fmt: skip
     return make_config(
-        "dmc", name=name, runs_dir=str(runs), game=Config(players=4, threshold=5),
-        total_steps=total, seed=seed, **settings,
-    )  # fmt: skip
+        "dmc",
+        name=name,
+        runs_dir=str(runs),
+        game=Config(players=4, threshold=5),
+        total_steps=total,
+        seed=seed,
+        **settings,
+    )
 
 
 @pytest.fixture(scope="module")
 def done_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    done = train_py("--runs-dir", runs, "--name", "done", "--total-steps", 256, *TINY,
-                    "--checkpoint-every", UPDATE, "--eval-every", 2 * UPDATE)  # fmt: skip
+    done = train_py(
+        "--runs-dir",
+        runs,
+        "--name",
+        "done",
+        "--total-steps",
+        256,
+        *TINY,
+        "--checkpoint-every",
+        UPDATE,
+        "--eval-every",
+        2 * UPDATE,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (runs / "stdout.txt").write_text(done.stdout)
     return runs / "done"
@@ -222,9 +260,20 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
 
 def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
     done = train_py(
-        "--runs-dir", tmp_path, "--name", "soup", "--total-steps", 4 * UPDATE, "--soup", 3, *TINY,
-        "--checkpoint-every", UPDATE, "--eval-every", 0,
-    )  # fmt: skip
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "soup",
+        "--total-steps",
+        4 * UPDATE,
+        "--soup",
+        3,
+        *TINY,
+        "--checkpoint-every",
+        UPDATE,
+        "--eval-every",
+        0,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = tmp_path / "soup"
     kept = sorted((run / "kept").iterdir())
@@ -260,8 +309,18 @@ def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
     ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon", "win", "loss", "symmetries"],
 )
 def test_bad_dmc_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = train_py("--algo", "dmc", "--runs-dir", tmp_path, "--name", "x", *args,
-                    "--total-steps", 64, timeout=120)  # fmt: skip
+    done = train_py(
+        "--algo",
+        "dmc",
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "x",
+        *args,
+        "--total-steps",
+        64,
+        timeout=120,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert named in lines[0]
@@ -369,11 +428,18 @@ def _other_hidden_cards(game: Game, rng: np.random.Generator) -> Game:
         unseen = unseen[count:]
     table = cards_of(COMBO_BITS[game.table]) if game.table >= 0 else None
     return Game.from_position(
-        game.config, hands, me, table=table, owner=game.owner if table is not None else None,
-        take_from=cards_of(game.take_from) if game.take_from else None, passes=game.passes,
-        discard=cards_of(game.discard), known=[cards_of(k) for k in known], totals=game.totals,
+        game.config,
+        hands,
+        me,
+        table=table,
+        owner=game.owner if table is not None else None,
+        take_from=cards_of(game.take_from) if game.take_from else None,
+        passes=game.passes,
+        discard=cards_of(game.discard),
+        known=[cards_of(k) for k in known],
+        totals=game.totals,
         hand_leader=game.hand_leader,
-    )  # fmt: skip
+    )
 
 
 def test_the_played_model_reads_nothing_of_the_other_seats_hidden_cards(done_run):
@@ -535,8 +601,10 @@ def test_a_config_json_of_282f95f_is_read_without_its_retired_settings(algo, tmp
     assert config.algo == algo and {**vars(config.algo_config), **kept} == vars(config.algo_config)
     assert not {"game_loss", "acting_symmetries", "relative"} & set(vars(config.algo_config))
     page = "dmc-settings.md" if algo == "dmc" else "expert-iteration.md"
-    retired = {"dmc": [("game_loss", 3.0), ("acting_symmetries", 8), ("horizon", "win")],
-               "exit": [("relative", True), ("horizon", "win")]}[algo]  # fmt: skip
+    retired = {
+        "dmc": [("game_loss", 3.0), ("acting_symmetries", 8), ("horizon", "win")],
+        "exit": [("relative", True), ("horizon", "win")],
+    }[algo]
     for name, value in retired:
         (tmp_path / "config.json").write_text(
             json.dumps({**payload, algo: {**payload[algo], name: value}})

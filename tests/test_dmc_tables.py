@@ -23,9 +23,16 @@ PLAYERS = LAYOUT["players"][0]
 
 def _learner(**settings) -> DMCLearner:
     config = make_config(
-        "dmc", game=Config(players=4, threshold=5), net=[32, 16], seed=7, selfplay_batch=8,
-        decisions_per_update=UPDATE, batch_size=16, opponents=["random", "self"], **settings,
-    )  # fmt: skip
+        "dmc",
+        game=Config(players=4, threshold=5),
+        net=[32, 16],
+        seed=7,
+        selfplay_batch=8,
+        decisions_per_update=UPDATE,
+        batch_size=16,
+        opponents=["random", "self"],
+        **settings,
+    )
     config.check()
     learner = DMCLearner(config)
     learner.start()
@@ -63,8 +70,13 @@ def test_each_table_deals_r3s_colours_unless_the_run_chose_its_own(colours, expe
     """R3: 4 colours at 2 players, else 6. A run at its size's default plays every other size at
     that size's default (once the 2-player tables were dealt 6 colours, a game nobody plays); a
     run that chose its colours plays them at every size."""
-    config = make_config("dmc", game=Config(players=4, colours=colours), net=[32, 16],
-                         selfplay_batch=8, other_tables=sorted(set(expected) - {4}))  # fmt: skip
+    config = make_config(
+        "dmc",
+        game=Config(players=4, colours=colours),
+        net=[32, 16],
+        selfplay_batch=8,
+        other_tables=sorted(set(expected) - {4}),
+    )
     config.check()
     learner = DMCLearner(config)
     learner.start()
@@ -96,8 +108,7 @@ def test_a_resumed_run_goes_on_with_the_size_whose_turn_it_is():
     _sizes_trained(first, 2)
     tensors, _, run = first.checkpoint()
     again = _learner(other_tables=[2, 5])
-    again.load_checkpoint(dict(tensors),
-                          {**run, "step": first.steps})  # fmt: skip
+    again.load_checkpoint(dict(tensors), {**run, "step": first.steps})
     again.start()
     assert _sizes_trained(again, 2) == [{5}, {4}]
     assert len(again.qnet.snapshots) == len(first.qnet.snapshots)
@@ -105,8 +116,9 @@ def test_a_resumed_run_goes_on_with_the_size_whose_turn_it_is():
 
 
 def test_bad_table_sizes_are_one_line_errors_with_exit_code_2(tmp_path):
-    done = train_py("--runs-dir", tmp_path, "--name", "x", "--other-tables", 7, "--total-steps",
-                    64, timeout=120)  # fmt: skip
+    done = train_py(
+        "--runs-dir", tmp_path, "--name", "x", "--other-tables", 7, "--total-steps", 64, timeout=120
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "other_tables must be 0-5 values, each an integer 2-6; got [7]" in lines[0]

@@ -30,8 +30,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
-BLOCK = re.compile(r"(?:<!-- check: (?P<mode>run|parse)(?:; (?P<sizes>[^>]*?))? -->\n)?"
-                   r"```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.DOTALL)  # fmt: skip
+BLOCK = re.compile(
+    r"(?:<!-- check: (?P<mode>run|parse)(?:; (?P<sizes>[^>]*?))? -->\n)?"
+    r"```(?P<lang>[a-z]*)\n(?P<body>.*?)```",
+    re.DOTALL,
+)
 CODE = ("bash", "python", "sh", "console")
 SCRIPTS = {"train.py": "train", "evaluate.py": "evaluate", "play.py": "play"}
 CONSOLE = {"odin-train": "train", "odin-evaluate": "evaluate", "odin-play": "play"}
@@ -83,9 +86,22 @@ def test_site_builds_strict_with_every_page(site: Path) -> None:
             else page.with_suffix(".html")
         )
         assert (site / built).is_file(), f"{page} has no page in the site"
-    for name in ("getting-started", "environment", "agents", "training", "evaluation", "replays",
-                 "webapp", "ray", "benchmarks", "models", "rules", "model-format", "records",
-                 "own-agent"):  # fmt: skip
+    for name in (
+        "getting-started",
+        "environment",
+        "agents",
+        "training",
+        "evaluation",
+        "replays",
+        "webapp",
+        "ray",
+        "benchmarks",
+        "models",
+        "rules",
+        "model-format",
+        "records",
+        "own-agent",
+    ):
         assert (site / name / "index.html").is_file(), name
 
 

@@ -63,16 +63,20 @@ def test_members_that_cannot_be_averaged_are_refused(other, named):
 
 def _train_py(*args: object) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "train.py", *map(str, args)], cwd=ROOT, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "train.py", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_train_py_ensemble_writes_a_model_that_plays_as_the_mean(tmp_path):
     small = tmp_path / "small.safetensors"
     write_model(small, *reversed(_network([64, 32, 16], 5)))
-    done = _train_py("--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble",
-                     BUNDLED_DMC, small)  # fmt: skip
+    done = _train_py(
+        "--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble", BUNDLED_DMC, small
+    )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "runs" / "both" / "ensemble.safetensors"
     assert done.stdout.strip() == f"done: {out}"

@@ -24,9 +24,15 @@ from odin_lab.training.exit import LABELS, ExItLearner
 from odin_lab.training.learner import GAMES_STREAM
 
 SMALL = dict(
-    opponents=["random", "greedy"], selfplay_batch=4, decisions_per_update=16, rollouts=16,
-    net=[32, 16], batch_size=32, eval_every=0, game=Config(players=3, threshold=5),
-)  # fmt: skip
+    opponents=["random", "greedy"],
+    selfplay_batch=4,
+    decisions_per_update=16,
+    rollouts=16,
+    net=[32, 16],
+    batch_size=32,
+    eval_every=0,
+    game=Config(players=3, threshold=5),
+)
 
 
 def _learner(tmp_path, **settings) -> ExItLearner:

@@ -140,6 +140,12 @@ def test_the_environment_loads_nothing_outside_itself_and_its_libraries():
     assert "agents" not in tops and "torch" not in tops
 
 
-@pytest.mark.parametrize("name", sorted(modules()))
+def sized() -> dict[str, Path]:
+    """Every module of the layers and CLIs, and every script of research/ and benchmarks/."""
+    scripts = sorted((ROOT / "research").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
+    return {**modules(), **{str(p.relative_to(ROOT)): p for p in scripts}}
+
+
+@pytest.mark.parametrize("name", sorted(sized()))
 def test_no_module_is_over_500_lines(name):
-    assert len(modules()[name].read_text().splitlines()) <= 520
+    assert len(sized()[name].read_text().splitlines()) <= 500

@@ -49,12 +49,17 @@ def _relaid(game: Game, seat: int, rng: np.random.Generator) -> Game:
     table = cards_of(int(_table_bits(game))) if game.table >= 0 else None
     following = table is not None and not game.take_from
     return Game.from_position(
-        game.config, hands, game.current, table=table,
+        game.config,
+        hands,
+        game.current,
+        table=table,
         owner=game.owner if following else None,
         take_from=cards_of(game.take_from) if game.take_from else None,
-        passes=game.passes, discard=cards_of(game.discard),
-        known=[cards_of(k) for k in game.known], totals=game.totals,
-    )  # fmt: skip
+        passes=game.passes,
+        discard=cards_of(game.discard),
+        known=[cards_of(k) for k in game.known],
+        totals=game.totals,
+    )
 
 
 def _table_bits(game: Game) -> int:
@@ -65,9 +70,14 @@ def _table_bits(game: Game) -> int:
 
 @pytest.mark.parametrize(
     "players,spec",
-    [(2, "search:48"), (4, "search:48"), (5, "search:48"), (4, "search:256:race"),
-     (3, "search:128:race")],
-)  # fmt: skip
+    [
+        (2, "search:48"),
+        (4, "search:48"),
+        (5, "search:48"),
+        (4, "search:256:race"),
+        (3, "search:128:race"),
+    ],
+)
 def test_the_decision_depends_only_on_what_the_seat_sees(players: int, spec: str) -> None:
     """Two positions that differ only in the other seats' hidden cards: same observation, same
     action for the same seed (and the hidden cards really differ), the shortlist's network and

@@ -59,8 +59,10 @@ def _going_out() -> tuple[np.ndarray, np.ndarray]:
     leaves it a card against three hands of five."""
     config = Config(players=4, threshold=15)
     mine = [card_id(0, 5), card_id(1, 5)]
-    others = [[card_id(c, v) for c, v in zip(range(6), vs)] for vs in ((1, 2, 3, 4, 6),
-              (2, 3, 4, 6, 7), (3, 4, 6, 7, 8))]  # fmt: skip
+    others = [
+        [card_id(c, v) for c, v in zip(range(6), vs)]
+        for vs in ((1, 2, 3, 4, 6), (2, 3, 4, 6, 7), (3, 4, 6, 7, 8))
+    ]
     game = Game.from_position(config, [mine, *others], 0)
     return observe(game, 0), game.legal_mask()
 

@@ -151,9 +151,12 @@ def test_a_model_asking_for_an_impossible_number_of_labellings_is_refused(symmet
 
 def _train_py(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "train.py", "--runs-dir", str(tmp_path), "--name", "sym",
-         *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "train.py", "--runs-dir", str(tmp_path), "--name", "sym", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp_path):
@@ -167,8 +170,10 @@ def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp
     legal = masks.astype(bool)
     np.testing.assert_allclose(
         DMCAgent(state, info).values(obs, masks)[legal],
-        _network(6).values(obs, masks)[legal], rtol=1e-5, atol=1e-5,
-    )  # fmt: skip
+        _network(6).values(obs, masks)[legal],
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,24 @@ def run(*args: object) -> dict:
 def test_every_size_and_opponent_gets_its_row_whatever_the_workers(tmp_path):
     rows = {}
     for workers in (1, 2):
-        report = run("--agent", "greedy", "--opponents", "random", "shaper", "--players", 2, 5,
-                     "--games", 12, "--seed", 3, "--workers", workers, "--out",
-                     tmp_path / f"w{workers}")  # fmt: skip
+        report = run(
+            "--agent",
+            "greedy",
+            "--opponents",
+            "random",
+            "shaper",
+            "--players",
+            2,
+            5,
+            "--games",
+            12,
+            "--seed",
+            3,
+            "--workers",
+            workers,
+            "--out",
+            tmp_path / f"w{workers}",
+        )
         assert report["settings"] == {"agent": "greedy", "games": 12, "seed": 3}
         assert report["command"].startswith("python research/table_sizes.py --agent greedy")
         rows[workers] = report["rows"]

@@ -20,9 +20,15 @@ from odin_lab.training.labels import relabel
 teacher_gap = research_file.load("teacher_gap")
 
 SMALL = dict(
-    opponents=["random", "greedy"], selfplay_batch=4, decisions_per_update=16, rollouts=16,
-    net=[32, 16], batch_size=32, eval_every=0, game=Config(players=3, threshold=5),
-)  # fmt: skip
+    opponents=["random", "greedy"],
+    selfplay_batch=4,
+    decisions_per_update=16,
+    rollouts=16,
+    net=[32, 16],
+    batch_size=32,
+    eval_every=0,
+    game=Config(players=3, threshold=5),
+)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +95,20 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
     network = f"dmc:{run / 'checkpoint.safetensors'}"
     for workers in (1, 2):
         out = tmp_path / str(workers)
-        argv = ["--run", str(run), "--decisions", "8", "--seed", "5", "--workers", str(workers),
-                "--players", network, "--out", str(out)]  # fmt: skip
+        argv = [
+            "--run",
+            str(run),
+            "--decisions",
+            "8",
+            "--seed",
+            "5",
+            "--workers",
+            str(workers),
+            "--players",
+            network,
+            "--out",
+            str(out),
+        ]
         assert teacher_gap.main(argv) == 0
         assert (out / "teacher_gap.png").stat().st_size > 0
         reports.append(json.loads((out / "teacher_gap.json").read_text()))

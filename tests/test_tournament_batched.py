@@ -142,8 +142,11 @@ def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_pat
     args = ["tournament", "--agents", "search", "random", "--engine", "batched"]
     result = subprocess.run(
         [sys.executable, str(evaluate), *args, "--out", str(tmp_path / "out")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "evaluate.py tournament: error: --engine batched needs agents with a batched form "

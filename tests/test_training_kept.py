@@ -67,9 +67,14 @@ def run_digest(case: str, runs: Path) -> str:
     """The digest of the checkpoint that run ``case`` ends with."""
     algo, seed, settings = RUNS[case]
     config = make_config(
-        algo, name=case, runs_dir=str(runs), game=Config(players=3, threshold=5), seed=seed,
-        **SMALL, **settings,
-    )  # fmt: skip
+        algo,
+        name=case,
+        runs_dir=str(runs),
+        game=Config(players=3, threshold=5),
+        seed=seed,
+        **SMALL,
+        **settings,
+    )
     return digest(train(config))
 
 

@@ -37,8 +37,12 @@ def test_the_report_is_the_same_for_the_same_seed_and_beats_parity(tmp_path):
     reports = []
     for name in ("a", "b"):
         out = tmp_path / name
-        assert win_chance_study.main(["--players", "2", "4", "--games", "300", "--seed", "4",
-                                          "--out", str(out)]) == 0  # fmt: skip
+        assert (
+            win_chance_study.main(
+                ["--players", "2", "4", "--games", "300", "--seed", "4", "--out", str(out)]
+            )
+            == 0
+        )
         assert (out / "win_chance.png").stat().st_size > 0
         reports.append(json.loads((out / "win_chance.json").read_text()))
     assert reports[0]["rows"] == reports[1]["rows"]

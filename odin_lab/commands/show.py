@@ -27,10 +27,11 @@ from odin_lab.commands.common import Subcommand, check_agent, check_counts, cli_
 
 def _replay_flags(r: argparse.ArgumentParser) -> None:
     r.add_argument(
-        "results", type=Path,
+        "results",
+        type=Path,
         help="a records file (tournament.json, a play.py or watch record; docs/records.md) "
         "or a tournament's folder",
-    )  # fmt: skip
+    )
     r.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
     _told_flags(r)
 
@@ -112,19 +113,23 @@ def _review_flags(w: argparse.ArgumentParser) -> None:
     from odin_lab.evaluation.review import MAX_ROLLOUTS, MIN_ROLLOUTS, REVIEW_ROLLOUTS
 
     w.add_argument(
-        "results", type=Path,
+        "results",
+        type=Path,
         help="a records file (a play.py or web game, tournament.json; docs/records.md) or a "
         "tournament's folder",
-    )  # fmt: skip
+    )
     w.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
     w.add_argument(
-        "--seat", type=int,
+        "--seat",
+        type=int,
         help="the seat reviewed, from 0 (default: the person's seat of a play.py or web game)",
-    )  # fmt: skip
+    )
     w.add_argument(
-        "--rollouts", type=int, default=REVIEW_ROLLOUTS,
+        "--rollouts",
+        type=int,
+        default=REVIEW_ROLLOUTS,
         help=f"playouts per decision, {MIN_ROLLOUTS}-{MAX_ROLLOUTS:,} (default {REVIEW_ROLLOUTS})",
-    )  # fmt: skip
+    )
     w.add_argument("--seed", type=int, default=0, help="seed of the search (>= 0; default 0)")
 
 

@@ -33,9 +33,12 @@ def _version(package: str) -> str | None:
 def _commit() -> str | None:
     try:
         done = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-            timeout=5, check=True,
-        )  # fmt: skip
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None

@@ -151,13 +151,15 @@ class CEMLearner:
             self.std = np.maximum((1 - a) * self.std + a * spread, settings.noise_floor)
             self.steps += decisions
             self.generation += 1
-        figures.update({
-            "train/fitness_mean": float(fitness.mean()),
-            "train/fitness_best": float(fitness.max()),
-            "train/fitness_elite": float(fitness[order[: settings.elites]].mean()),
-            "train/std_mean": float(self.std.mean()),
-            "train/generation": float(self.generation),
-        })  # fmt: skip
+        figures.update(
+            {
+                "train/fitness_mean": float(fitness.mean()),
+                "train/fitness_best": float(fitness.max()),
+                "train/fitness_elite": float(fitness[order[: settings.elites]].mean()),
+                "train/std_mean": float(self.std.mean()),
+                "train/generation": float(self.generation),
+            }
+        )
         return figures
 
     def play(
@@ -175,8 +177,9 @@ class CEMLearner:
         )
         deals = deal_seeds.generate_state(games_each, dtype=np.uint64).tolist()
         # Game i: one deal, seat and opponent table for every candidate (common random numbers).
-        pool = OpponentPool(config.opponents, players, config.seat,
-                            spawn_seed(config.seed, POOL_STREAM, generation))  # fmt: skip
+        pool = OpponentPool(
+            config.opponents, players, config.seat, spawn_seed(config.seed, POOL_STREAM, generation)
+        )
         if self.snapshots:
             pool.set_snapshots(self.snapshots)
         seats, kinds, tables = [], [], []

@@ -189,11 +189,15 @@ class DMCCollector:
         games = self.games
         self._finished.append(
             FinishedEpisode(
-                game, int(self._episode[game]), games.final_totals[game].copy(),
-                int(self._decisions[game]), self._kind[game], self._learns[game].copy(),
+                game,
+                int(self._episode[game]),
+                games.final_totals[game].copy(),
+                int(self._decisions[game]),
+                self._kind[game],
+                self._learns[game].copy(),
                 games.winners[game].copy(),
             )
-        )  # fmt: skip
+        )
         self._episode[game] += 1
         self._decisions[game] = self._hand[game] = 0
         if self.pool is not None:
@@ -247,9 +251,15 @@ class DMCCollector:
         taken = np.flatnonzero(ready)
         where = self._where[taken]
         out = Finished(
-            self._obs[taken], self._actions[taken], self._returns[taken], where[:, 0],
-            where[:, 1], where[:, 2], where[:, 3], self._finished,
-        )  # fmt: skip
+            self._obs[taken],
+            self._actions[taken],
+            self._returns[taken],
+            where[:, 0],
+            where[:, 1],
+            where[:, 2],
+            where[:, 3],
+            self._finished,
+        )
         self._finished = []
         # Keep the decisions of episodes in progress, renumbered (a seat's previous decision is
         # in the same episode, so it is kept too).

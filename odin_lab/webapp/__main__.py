@@ -44,27 +44,36 @@ def parser() -> argparse.ArgumentParser:
         help="port, 1-65535, or 0 for any free one (default: 8000)",
     )
     p.add_argument(
-        "--allow-remote", action="store_true",
+        "--allow-remote",
+        action="store_true",
         help="allow a --host other than 127.0.0.1, localhost, ::1 (other machines can connect)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--out", type=Path, default=Path("results/web"),
+        "--out",
+        type=Path,
+        default=Path("results/web"),
         help="folder the finished games are saved in (default: results/web)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--records", type=Path, default=None,
+        "--records",
+        type=Path,
+        default=None,
         help="folder searched for records files to replay (default: results)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--max-games", type=int, default=64,
+        "--max-games",
+        type=int,
+        default=64,
         help=f"live games kept, 1-{MAX_LIVE_GAMES} (default: 64)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--allow-code-agents", nargs="*", metavar="SPEC",
+        "--allow-code-agents",
+        nargs="*",
+        metavar="SPEC",
         help="also offer outside agents, which runs their code in this server: the names "
         "installed packages add (entry points odin_lab.agents) and each SPEC given "
         "(module:Name or path/to/file.py:Name; docs/own-agent.md)",
-    )  # fmt: skip
+    )
     return p
 
 
@@ -177,10 +186,12 @@ def _serve(args: argparse.Namespace, sock: socket.socket) -> int:
 
     records = args.records if args.records is not None else Path("results")
     app = create_app(
-        args.out, records, max_games=args.max_games,
+        args.out,
+        records,
+        max_games=args.max_games,
         allowed_hosts=allowed_hosts(args.host, args.allow_remote),
         code_agents=code_agents(args.allow_code_agents),
-    )  # fmt: skip
+    )
     _log_to_stderr()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     logging.getLogger("uvicorn.error").addFilter(_not_cancelled)

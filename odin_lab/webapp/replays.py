@@ -176,9 +176,12 @@ class Catalogue:
         read = info.st_size <= MAX_FILE_BYTES  # a larger one is refused from its size alone
         if read and info.st_size > budget[0]:
             return {
-                "modified": info.st_mtime, "games": 0, "players": None, "specs": [],
+                "modified": info.st_mtime,
+                "games": 0,
+                "players": None,
+                "specs": [],
                 "error": f"not read yet: a listing reads {size_text(LIST_BYTES)} at most; reload",
-            }  # fmt: skip
+            }
         budget[0] -= info.st_size if read else 0
         loaded = self._load(path)
         entry: dict = {"modified": info.st_mtime}
