@@ -391,8 +391,10 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
     failure = _cause(stop, PlayerFailed)
     if failure is not None:  # the agent's fault: bad input, exit 2, its traceback kept
         said = said.replace("nothing written", "no result written")  # but the traceback
-        print(f"{prog}: error: {failure.failure}: {said}; {_failure_file(out, failure)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{prog}: error: {failure.failure}: {said}; {_failure_file(out, failure)}",
+            file=sys.stderr,
+        )
         return 2
     died = _cause(stop, WorkerDiedError)
     if died is not None:  # not a Ctrl-C: the work kept all the same, but the command failed
