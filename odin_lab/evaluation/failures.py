@@ -38,15 +38,21 @@ take (``search:60000ms``), so no built-in agent is ever stopped by it, and a hun
 named within two minutes."""
 MAX_DECISION_LIMIT_S = 86_400.0
 """The largest decision limit (a day); 0 means none."""
+WARM_UP_S = 600.0
+"""Added to the limit of an agent's first call in a process, which may compile or load its
+numba kernels (minutes on a cold cache and busy cores: 6 on two shared ones)."""
 
 _limit = DECISION_LIMIT_S
+_warm: set[int] = set()
+"""The agents (by ``id``) that answered once in this process: their kernels are ready."""
 
 
-class AgentFailed(Exception):  # noqa: N818 - the name says what happened
+class AgentFailed(ValueError):  # noqa: N818 - the name says what happened
     """An agent failed (see the module docstring): ``str()`` is the one line naming it, its
-    seat, the game and what it did; ``details`` the full traceback; ``done`` the games its
-    task finished before (a prefix of the task's, whole deals), which the tournament keeps when
-    they follow on from its own. Picklable: a worker process sends it back."""
+    seat, the game and what it did (a ``ValueError``: a command that plays games outside a
+    tournament says it in one line); ``details`` the full traceback; ``done`` the games its task
+    finished before (a prefix of the task's, whole deals), which the tournament keeps when they
+    follow on from its own. Picklable: a worker process sends it back."""
 
     def __init__(self, line: str, details: str = "", done: Sequence = ()):
         super().__init__(line, details, list(done))
@@ -125,15 +131,22 @@ def failed(place: tuple[str, int, int, int], did: str, error=None) -> AgentFaile
 def ask(limit: float, place: tuple[str, int, int, int], call: Callable, *args, doing: str = ""):
     """``call(*args)`` (an agent's method) under the decision limit; any exception but Ctrl-C
     (``SystemExit`` and a timeout included) raises :class:`AgentFailed` for ``place`` (see
-    :func:`failed`), ``doing`` (such as ``"in reset"``) before what it did."""
+    :func:`failed`), ``doing`` (such as ``"in reset"``) before what it did. An agent's calls up
+    to its first decision in this process are allowed :data:`WARM_UP_S` more."""
+    bound = getattr(call, "func", call)  # a partial of a bound method: the method
+    owner = id(getattr(bound, "__self__", bound))  # the agent
+    allowed = limit + WARM_UP_S if limit and owner not in _warm else limit
     try:
-        with timed(limit):
-            return call(*args)
+        with timed(allowed):
+            answer = call(*args)
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # noqa: BLE001 - an agent's every failure is named
-        did = f"{doing} {_did(error, limit)}" if doing else _did(error, limit)
+        did = f"{doing} {_did(error, allowed)}" if doing else _did(error, allowed)
         raise failed(place, did, error) from None
+    if not doing:  # a decision, not a reset: its kernels are loaded now
+        _warm.add(owner)
+    return answer
 
 
 def as_action(chosen: object) -> int:
