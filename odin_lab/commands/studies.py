@@ -20,6 +20,7 @@ from pathlib import Path
 from odin_env.rules import FIRST_PLAYER_RULES, Config
 from odin_lab import cli
 from odin_lab.commands.common import Subcommand, check_agent, check_counts, cli_path, config_of
+from odin_lab.evaluation.failures import DECISION_LIMIT_S, FAILURE_FILE, MAX_DECISION_LIMIT_S
 
 # -- flags ---------------------------------------------------------------------------------------
 
@@ -48,6 +49,11 @@ def _game_flags(
     cli.add_fields(p, Config, skip=skip | (set() if goat else {"goat"}))
     p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
     _parallel_flags(p, workers=1)
+    p.add_argument(
+        "--decision-limit", type=float, default=DECISION_LIMIT_S, metavar="SECONDS",
+        help=f"stop the games when an agent takes longer on one decision (0: no limit; at most "
+        f"{MAX_DECISION_LIMIT_S:,.0f}; default {DECISION_LIMIT_S:g})",
+    )  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -170,6 +176,10 @@ def _check_common(args: argparse.Namespace) -> None:
         require_ray()
     if args.seed < 0:
         raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
+    if hasattr(args, "decision_limit"):
+        from odin_lab.evaluation.failures import set_decision_limit
+
+        set_decision_limit(args.decision_limit)
     from odin_lab.evaluation.results import check_writable
 
     check_writable(args.out)
@@ -347,6 +357,7 @@ def _play(play: Callable, args: argparse.Namespace, prog: str, config: Config | 
             return cli.fail(prog, e)
         print(text)
         print(f"written under {args.out}/")
+        (Path(args.out) / FAILURE_FILE).unlink(missing_ok=True)  # an earlier failure's, now played
     return 0
 
 
@@ -354,7 +365,8 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
     """After Ctrl-C: one line saying what was kept in ``out`` and how to go on; exit code 130."""
     from odin_lab.evaluation.leaderboard import LeaderboardInterrupted
     from odin_lab.evaluation.results import Interrupted, committed
-    from odin_lab.evaluation.tournament import TournamentInterrupted
+    from odin_lab.evaluation.tournament import PlayerFailed, TournamentInterrupted
+    from odin_lab.evaluation.workers import WorkerDiedError
 
     unchanged = f"nothing written (an earlier result in {out}/ is unchanged)"
     if isinstance(stop, TournamentInterrupted) and stop.deals_done:
@@ -376,7 +388,15 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
     else:
         before = "before a deal finished; " if isinstance(stop, TournamentInterrupted) else ""
         said = f"{before}{unchanged}"
-    died = _worker_death(stop)
+    failure = _cause(stop, PlayerFailed)
+    if failure is not None:  # the agent's fault: bad input, exit 2, its traceback kept
+        said = said.replace("nothing written", "no result written")  # but the traceback
+        print(
+            f"{prog}: error: {failure.failure}: {said}; {_failure_file(out, failure)}",
+            file=sys.stderr,
+        )
+        return 2
+    died = _cause(stop, WorkerDiedError)
     if died is not None:  # not a Ctrl-C: the work kept all the same, but the command failed
         print(f"\n{prog}: error: {died}: {said}", file=sys.stderr)
         return 1
@@ -384,17 +404,29 @@ def _interrupted(prog: str, out: Path, stop: KeyboardInterrupt) -> int:
     return 130
 
 
-def _worker_death(stop: BaseException) -> BaseException | None:
-    """The :class:`~odin_lab.evaluation.workers.WorkerDiedError` behind ``stop`` (itself, or the
-    exception it was raised from or while handling), if a worker's death stopped the work."""
-    from odin_lab.evaluation.workers import WorkerDiedError
-
+def _cause(stop: BaseException, kind: type) -> BaseException | None:
+    """The exception of ``kind`` behind ``stop`` (itself, or one it was raised from or while
+    handling): what stopped the work when it was not Ctrl-C (a worker's death, an agent's
+    failure)."""
     seen: BaseException | None = stop
     while seen is not None:
-        if isinstance(seen, WorkerDiedError):
+        if isinstance(seen, kind):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def _failure_file(out: Path, failure) -> str:
+    """Write a failed agent's traceback to ``out/failure.txt``; say where (or why not)."""
+    from odin_lab.files import write_atomic
+
+    path = Path(out) / FAILURE_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, failure.failure.details.encode())
+    except OSError as e:
+        return f"its traceback could not be written to {path} ({e.strerror or e})"
+    return f"its traceback is in {path}"
 
 
 def _subcommand(

@@ -45,12 +45,13 @@ from tqdm import tqdm
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
+from odin_lab.evaluation.failures import AgentFailed, decision_limit, set_decision_limit
 from odin_lab.evaluation.names import labels
 from odin_lab.evaluation.players import keep_built_agents
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.resume import Saver, partial_tables
-from odin_lab.evaluation.tournament import GameRecord, play_tournament
+from odin_lab.evaluation.tournament import GameRecord, PlayerFailed, play_tournament
 from odin_lab.evaluation.workers import Workers
 from odin_lab.files import write_atomic
 
@@ -151,11 +152,17 @@ def _init_worker() -> None:
 
 
 def _play_table(task: tuple) -> tuple[int, list[GameRecord]]:
-    """One table, whole, in this process; its records with the leaderboard's agent indices."""
-    index, table, specs, config, deals, seed, workers, ray = task
-    records = play_tournament(
-        [specs[a] for a in table], config, deals, seed, workers=workers, progress=False, ray=ray
-    )
+    """One table, whole, in this process; its records with the leaderboard's agent indices.
+    An agent's failure: its :class:`AgentFailed` (an ``Exception``: a worker sends it back)."""
+    index, table, specs, config, deals, seed, workers, ray, limit = task
+    set_decision_limit(limit)  # the command's, in a worker process too
+    try:
+        seated = [specs[a] for a in table]
+        records = play_tournament(
+            seated, config, deals, seed, workers=workers, progress=False, ray=ray
+        )
+    except PlayerFailed as stop:
+        raise stop.failure from None
     return index, [replace(r, agents=tuple(table[i] for i in r.agents)) for r in records]
 
 
@@ -185,7 +192,8 @@ def play_tables(
     left = [k for k in range(len(tables)) if k not in done]
     in_turn = workers == 1 or len(left) == 1 or ray is not None
     inner = (workers, ray) if in_turn else (1, None)  # how each table spreads its own games
-    tasks = [(k, tables[k], tuple(specs), config, deals, seed, *inner) for k in left]
+    limit = decision_limit()
+    tasks = [(k, tables[k], tuple(specs), config, deals, seed, *inner, limit) for k in left]
     bar = tqdm(
         total=len(tables) * per_table, initial=len(done) * per_table, unit="game",
         disable=not progress, leave=False,
@@ -207,6 +215,8 @@ def play_tables(
                             on_table(list(done.items()))
     except KeyboardInterrupt as stop:  # a table cut short is dropped: only whole tables count
         return done, stop
+    except AgentFailed as failure:  # as a Ctrl-C, but saying which agent failed
+        return done, PlayerFailed([], 0, failure)
     return done, None
 
 
