@@ -139,3 +139,26 @@ def test_the_lab_s_own_specs_and_model_files_need_no_trust(tmp_path):
     trusted(["a/b.py:A"], [os.path.abspath("a/b.py") + ":A"], "f.json")  # the same file
     with pytest.raises(ValueError, match=r"f\.json names outside code .*--trust m:A"):
         trusted(["m:A"], ["n:A"], "f.json")
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_compare_resume_never_runs_the_agents_its_files_name(tmp_path, partial):
+    """``evaluate.py compare --resume`` plays the command line's agents; a half's records that
+    name outside code (a copied folder) are only compared with them, and refused: nothing of them
+    runs. (A regression test: the comparison, like the studies and leaderboards, already took
+    its agents from the command line.)"""
+    spec, mark = agent_file(tmp_path / "elsewhere")
+    args = ["compare", "--agents", "greedy", "random", "--against", "shaper", "--players", "2",
+            "--games", "4", "--seed", "5", "--threshold", "5", "--no-progress"]  # fmt: skip
+    out = tmp_path / "out"
+    assert run_py("evaluate.py", *args, "--out", out).returncode == 0
+    path = out / "first" / "tournament.json"
+    data = json.loads(path.read_text())
+    data["agents_specs"] = [spec if s == "greedy" else s for s in data["agents_specs"]]
+    if partial:
+        data["partial"] = True
+    path.write_text(json.dumps(data))
+    done = run_py("evaluate.py", *args, "--out", out, "--resume")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert not mark.exists(), "the comparison's file agent ran"
