@@ -154,6 +154,20 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
+def names_outside_code(spec: object) -> bool:
+    """Whether ``spec`` names outside code (:mod:`agents.outside`: ``module:Name``,
+    ``path/to/file.py:Name``, an installed package's name), told from its text alone: nothing is
+    imported or read. The lab's own specs, model files among them, and specs :func:`check_spec`
+    refuses by their name are not. Readers of specs from files refuse these unless the command
+    line names them, so that a copied file runs no code."""
+    if not isinstance(spec, str):
+        return False
+    name, colon, _ = spec.partition(":")
+    if name in (*MODEL_KINDS, "search") or name in agent_names():
+        return False
+    return bool(colon) or name in outside_names()
+
+
 def search_forms() -> str:
     """The ``search`` specs of :data:`SEARCH_SPECS` in one line: ``FORM (what it does), ...``."""
     return ", ".join(f"{form} ({meaning})" for form, meaning in SEARCH_SPECS.items())
@@ -276,6 +290,7 @@ __all__ = [
     "has_batch_form",
     "make",
     "make_batch_agent",
+    "names_outside_code",
     "outside_names",
     "read_model_file",
     "search_forms",

@@ -32,6 +32,7 @@ from agents.dmc import MAX_SYMMETRIES
 from odin_env.rules import Config
 from odin_lab import cli
 from odin_lab.evaluation.results import stop_once
+from odin_lab.evaluation.trust import TRUST_FLAG
 from odin_lab.training import (
     ALGORITHMS,
     TrainConfig,
@@ -112,6 +113,15 @@ def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
         metavar="RUN_DIR",
         help=f"continue runs/NAME from its checkpoint (only {CHANGEABLE} may change)",
     )
+    p.add_argument(
+        TRUST_FLAG,
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="with --resume: run this outside agent (module:Name, path/to/file.py:Name, a "
+        "package's name) that the run's config.json names; a run folder is data, so its "
+        "outside code runs only when the command line names it again (repeat for each)",
+    )
     return p
 
 
@@ -151,11 +161,15 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     game = cli.given(args, GAME_FIELDS)
     run = cli.given(args, [n for n in run_fields() if n != "algo"])
     section = cli.given(args, _section_fields(args.algo))
+    if args.resume is None and args.trust:
+        raise TrainingError(
+            f"{TRUST_FLAG} names a run folder's outside agents: give it with --resume"
+        )
     if args.resume is None:
         config = make_config(args.algo, Config(**game), **run, **section)
         config.check()
         return config, False
-    config = read_config(args.resume)
+    config = read_config(args.resume, trust=args.trust)
     extra = sorted(k for k in {**game, **run, **section} if k not in RESUMABLE_FLAGS)
     if extra:
         raise TrainingError(

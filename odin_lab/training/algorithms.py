@@ -8,12 +8,14 @@ A new algorithm is one module (its settings dataclass and its learner, see
 from __future__ import annotations
 
 import typing
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 from odin_env.rules import Config
 from odin_lab.evaluation.limits import MAX_CONFIG_BYTES, read_json
+from odin_lab.evaluation.trust import trusted
 from odin_lab.training.cem import CEMConfig, CEMLearner
 from odin_lab.training.config import (
     DEFAULT_ALGO,
@@ -21,6 +23,7 @@ from odin_lab.training.config import (
     TrainingError,
     config_from_json,
     run_fields,
+    specs_in,
 )
 from odin_lab.training.dmc import DMCConfig, DMCLearner
 from odin_lab.training.exit import ExItConfig, ExItLearner
@@ -104,8 +107,10 @@ def parse_settings(algo: str, items: list[str]) -> dict[str, Any]:
     return out
 
 
-def read_config(run_dir: Path) -> TrainConfig:
-    """The :class:`TrainConfig` stored in ``run_dir/config.json``; ``TrainingError`` if unusable."""
+def read_config(run_dir: Path, trust: Sequence[str] = ()) -> TrainConfig:
+    """The :class:`TrainConfig` stored in ``run_dir/config.json``; ``TrainingError`` if unusable,
+    or if it names outside code (an agent spec of :func:`odin_lab.training.config.specs_in`) that
+    ``trust``, the specs the command line gives, does not: refused before anything imports it."""
     path = Path(run_dir) / "config.json"
     try:
         payload = read_json(path, MAX_CONFIG_BYTES)
@@ -113,12 +118,19 @@ def read_config(run_dir: Path) -> TrainConfig:
             raise ValueError("not a JSON object")
         # A config.json from before the training wing names no algorithm: it was PPO's.
         section = algorithm(payload.get("algo", "ppo")).settings
-        config = config_from_json(payload, section)
+        specs = specs_in(payload, section)
     except FileNotFoundError:
         raise TrainingError(f"cannot resume {run_dir}: no config.json (is it a run?)") from None
     except (OSError, ValueError, TypeError) as error:
         raise TrainingError(f"cannot resume {run_dir}: bad config.json ({error})") from None
-    return config
+    try:
+        trusted(specs, trust, path)
+    except ValueError as error:
+        raise TrainingError(f"cannot resume {run_dir}: {error}") from None
+    try:
+        return config_from_json(payload, section)
+    except (ValueError, TypeError) as error:
+        raise TrainingError(f"cannot resume {run_dir}: bad config.json ({error})") from None
 
 
 def train(config: TrainConfig, resume: bool = False) -> Path | None:

@@ -45,6 +45,11 @@ LEGACY_PPO_FIELDS = (
 a declaration: the settings themselves live in :mod:`odin_lab.training.ppo`)."""
 
 
+SPEC_FIELDS = ("opponents", "eval_opponents")
+"""The run's settings that hold agent specs (an algorithm's section names its own in its
+``SPEC_FIELDS``): what a resume checks before it builds any (:func:`specs_in`)."""
+
+
 class TrainingError(Exception):
     """A problem the user can fix (bad run directory, corrupt checkpoint): one line, exit 2."""
 
@@ -192,6 +197,21 @@ def nest_legacy(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "algo": "ppo", "ppo": section}
 
 
+def specs_in(payload: dict[str, Any], section: type) -> list[object]:
+    """The agent specs a ``config.json`` payload holds (:data:`SPEC_FIELDS` and the section's
+    ``SPEC_FIELDS``), as stored: nothing checked, nothing imported (a list stands for its items,
+    anything else for itself)."""
+    payload = nest_legacy(payload)
+    settings = payload.get(payload.get("algo"), {}) if isinstance(payload.get("algo"), str) else {}
+    values = [payload.get(name) for name in SPEC_FIELDS]
+    if isinstance(settings, dict):
+        values += [settings.get(name) for name in getattr(section, "SPEC_FIELDS", ())]
+    out: list[object] = []
+    for value in values:
+        out += value if isinstance(value, list) else [] if value is None else [value]
+    return out
+
+
 def config_from_json(payload: dict[str, Any], section: type) -> TrainConfig:
     """The :class:`TrainConfig` of :func:`config_to_json`'s output (or a legacy flat one), with
     ``section`` the algorithm's settings dataclass; ``ValueError``/``TypeError`` for unknown
@@ -225,6 +245,6 @@ def dumps(config: TrainConfig) -> str:
 
 
 __all__ = [
-    "DEVICES", "RUN_NAME_HELP", "TrainConfig", "TrainingError", "check_run_name",
-    "config_from_json", "config_to_json", "dumps", "nest_legacy", "run_fields",
+    "DEVICES", "RUN_NAME_HELP", "SPEC_FIELDS", "TrainConfig", "TrainingError", "check_run_name",
+    "config_from_json", "config_to_json", "dumps", "nest_legacy", "run_fields", "specs_in",
 ]  # fmt: skip

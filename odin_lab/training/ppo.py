@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -78,6 +78,10 @@ class PPOConfig:
     """Games of the imitated agent against itself used for the warm start."""
     imitate_epochs: int = setting(4, 1, 1000)
     """Passes over the imitation data."""
+
+    SPEC_FIELDS: ClassVar[tuple[str, ...]] = ("imitate",)
+    """The settings that hold an agent spec (checked before a resume builds any:
+    :func:`odin_lab.training.config.specs_in`)."""
     critic: str = setting("observation", choices=CRITICS)
     """What the value network reads: ``observation`` (the learner's) or ``full`` (also every
     other hand and the cards set aside, in training only: the actor, and so the played model,
