@@ -43,9 +43,13 @@ TINY = [
 
 def run_py(script: str, *args: object, cwd: Path = ROOT, **env: str):
     return subprocess.run(
-        [sys.executable, str(ROOT / script), *map(str, args)], capture_output=True, text=True,
-        timeout=300, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-    )  # fmt: skip
+        [sys.executable, str(ROOT / script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
 
 
 def agent_file(folder: Path) -> tuple[str, Path]:
@@ -115,8 +119,18 @@ def test_a_run_resumes_with_its_outside_agent_given_again_on_the_command_line(tm
     they were), then runs with ``--trust`` and the spec written relative to the current folder."""
     spec, mark = agent_file(tmp_path / "agents")
     runs = tmp_path / "runs"
-    first = run_py("train.py", "--runs-dir", runs, "--name", "r", "--opponents", spec,
-                   "--total-steps", 64, *TINY)  # fmt: skip
+    first = run_py(
+        "train.py",
+        "--runs-dir",
+        runs,
+        "--name",
+        "r",
+        "--opponents",
+        spec,
+        "--total-steps",
+        64,
+        *TINY,
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     assert mark.exists()
     mark.unlink()
@@ -125,8 +139,16 @@ def test_a_run_resumes_with_its_outside_agent_given_again_on_the_command_line(tm
     one_line_refusal(refused, repr(spec))
     assert not mark.exists()
     assert {p.name: p.read_bytes() for p in (runs / "r").iterdir() if p.is_file()} == before
-    resumed = run_py("train.py", "--resume", "runs/r", "--total-steps", 128, "--trust",
-                     "agents/helper.py:Agent", cwd=tmp_path)  # fmt: skip
+    resumed = run_py(
+        "train.py",
+        "--resume",
+        "runs/r",
+        "--total-steps",
+        128,
+        "--trust",
+        "agents/helper.py:Agent",
+        cwd=tmp_path,
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert mark.exists()
 

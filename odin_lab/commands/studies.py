@@ -17,148 +17,19 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from odin_env.rules import FIRST_PLAYER_RULES, Config
+from odin_env.rules import Config
 from odin_lab import cli
-from odin_lab.commands.common import Subcommand, check_agent, check_counts, cli_path, config_of
-from odin_lab.evaluation.failures import DECISION_LIMIT_S, FAILURE_FILE, MAX_DECISION_LIMIT_S
-
-# -- flags ---------------------------------------------------------------------------------------
-
-
-def _resume_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--resume", action="store_true",
-        help="continue the partial result in --out (after Ctrl-C or a kill) with the same "
-        "settings",
-    )  # fmt: skip
-
-
-def _game_flags(
-    p: argparse.ArgumentParser,
-    players_many: bool = False,
-    players_help: str = "seats (2-6); default: one per agent",
-    goat: bool = True,
-) -> None:
-    if players_many:
-        p.add_argument(
-            "--players", type=int, nargs="+", default=[2, 3, 4, 5, 6], help="player counts"
-        )
-    else:
-        p.add_argument("--players", type=int, help=players_help)
-    skip = {"players", "seed"} | ({"first_player"} if players_many else set())
-    cli.add_fields(p, Config, skip=skip | (set() if goat else {"goat"}))
-    p.add_argument("--seed", type=int, default=0, help="seed of the deals (>= 0)")
-    _parallel_flags(p, workers=1)
-    p.add_argument(
-        "--decision-limit", type=float, default=DECISION_LIMIT_S, metavar="SECONDS",
-        help=f"stop the games when an agent takes longer on one decision (0: no limit; at most "
-        f"{MAX_DECISION_LIMIT_S:,.0f}; default {DECISION_LIMIT_S:g})",
-    )  # fmt: skip
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def _parallel_flags(p: argparse.ArgumentParser, workers: int) -> None:
-    """``--workers`` and ``--ray [ADDRESS]``; ``workers``: the default without Ray."""
-    p.add_argument(
-        "--workers", type=int,
-        help=f"worker processes (default {workers}); with --ray and no address: the CPUs of "
-        "the local Ray (default: all)",
-    )  # fmt: skip
-    p.add_argument(
-        "--ray", nargs="?", const="local", metavar="ADDRESS",
-        help="play the games as Ray tasks (the same results): on the cluster at ADDRESS "
-        "(auto, HOST:PORT or ray://HOST:PORT), or on a local Ray when no address is given; "
-        "needs the ray extra",
-    )  # fmt: skip
-    p.set_defaults(default_workers=workers)
-
-
-def _tournament_flags(t: argparse.ArgumentParser) -> None:
-    t.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
-    t.add_argument("--games", type=int, default=2000)
-    t.add_argument("--out", type=cli_path, default=Path("results/tournament"))
-    t.add_argument(
-        "--engine", choices=("auto", "single", "batched"), default="auto",
-        help="batched: many games at once (every agent but search); auto: batched when every "
-        "agent allows it; single: one game at a time",
-    )  # fmt: skip
-    _resume_flag(t)
-    _game_flags(t)
-
-
-def _compare_flags(c: argparse.ArgumentParser) -> None:
-    c.add_argument("--agents", nargs=2, required=True, metavar="SPEC", help="the two agents")
-    c.add_argument(
-        "--against", nargs="+", required=True, metavar="SPEC", help="one spec per other seat"
-    )
-    c.add_argument("--games", type=int, default=2000, help="games per agent")
-    c.add_argument("--out", type=cli_path, default=Path("results/compare"))
-    c.add_argument("--engine", choices=("auto", "single", "batched"), default="auto")
-    _resume_flag(c)
-    _game_flags(c, players_help="seats (2-6); default: one more than --against")
-
-
-def _seating_flags(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--agent", default="greedy", help="the agent spec (default: greedy)")
-    s.add_argument("--games", type=int, default=5000, help="games per player count and rule")
-    s.add_argument(
-        "--first-player", "--start-rule", dest="first_player", nargs="+",
-        default=["rotate", "winner"], help=", ".join(FIRST_PLAYER_RULES),
-    )  # fmt: skip
-    s.add_argument("--out", type=cli_path, default=Path("results/seating"))
-    _resume_flag(s)
-    _game_flags(s, players_many=True)
-
-
-def _thresholds_flags(h: argparse.ArgumentParser) -> None:
-    h.add_argument(
-        "--agents", nargs="+", default=["planner", "greedy", "greedy", "greedy"],
-        help="one agent spec per seat; the first is studied",
-    )  # fmt: skip
-    h.add_argument("--thresholds", type=int, nargs="+", default=[5, 10, 15, 20, 30])
-    h.add_argument("--games", type=int, default=2000, help="games per threshold")
-    h.add_argument("--out", type=cli_path, default=Path("results/thresholds"))
-    _resume_flag(h)
-    _game_flags(h)
-
-
-def _goat_flags(g: argparse.ArgumentParser) -> None:
-    g.add_argument("--agent", default="planner", help="the agent spec (default: planner)")
-    g.add_argument(
-        "--games", type=int, default=2000, help="games per player count, without and with it"
-    )
-    g.add_argument("--first-player", choices=FIRST_PLAYER_RULES, default="rotate")
-    g.add_argument("--out", type=cli_path, default=Path("results/goat"))
-    _resume_flag(g)
-    _game_flags(g, players_many=True, goat=False)
-
-
-def _leaderboard_flags(b: argparse.ArgumentParser) -> None:
-    b.add_argument(
-        "--agents", nargs="+", required=True,
-        help="distinct agent specs, at least --players: every table of --players of them plays",
-    )  # fmt: skip
-    b.add_argument(
-        "--games", type=int, default=200,
-        help="games per table (rounded up to whole deals, each played from every seat)",
-    )  # fmt: skip
-    b.add_argument(
-        "--tables", type=int,
-        help="most tables: with more combinations of agents, a seeded balanced sample of this "
-        "many (default: evaluation.leaderboard.MAX_TABLES)",
-    )  # fmt: skip
-    b.add_argument("--out", type=cli_path, default=Path("results/leaderboard"))
-    _resume_flag(b)
-    _game_flags(b, players_help="seats per table (2-6); default: 4, or one per agent if fewer")
-
-
-def _showcase_flags(w: argparse.ArgumentParser) -> None:
-    w.add_argument("--out", type=cli_path, default=Path("results/showcase"))
-    w.add_argument("--games", type=int, default=800)
-    w.add_argument("--seed", type=int, default=0)
-    _parallel_flags(w, workers=2)
-    w.add_argument("--no-progress", action="store_true")
-
+from odin_lab.commands.common import Subcommand, check_agent, check_counts, config_of
+from odin_lab.commands.study_flags import (
+    compare_flags,
+    goat_flags,
+    leaderboard_flags,
+    seating_flags,
+    showcase_flags,
+    thresholds_flags,
+    tournament_flags,
+)
+from odin_lab.evaluation.failures import FAILURE_FILE
 
 # -- checks, before any game ---------------------------------------------------------------------
 
@@ -247,54 +118,98 @@ def _tournament(args: argparse.Namespace, config: Config, common: dict) -> str:
     from odin_lab.evaluation import studies
 
     return studies.tournament(
-        args.agents, config, args.games, args.seed, args.out, args.workers,
-        engine=args.engine, resume=args.resume, **common,
-    )[1]  # fmt: skip
+        args.agents,
+        config,
+        args.games,
+        args.seed,
+        args.out,
+        args.workers,
+        engine=args.engine,
+        resume=args.resume,
+        **common,
+    )[1]
 
 
 def _compare(args: argparse.Namespace, config: Config, common: dict) -> str:
     from odin_lab.evaluation.compare import compare
 
     return compare(
-        args.agents, args.against, config, args.games, args.seed, args.out, args.workers,
-        resume=args.resume, engine=args.engine, **common,
-    )[1]  # fmt: skip
+        args.agents,
+        args.against,
+        config,
+        args.games,
+        args.seed,
+        args.out,
+        args.workers,
+        resume=args.resume,
+        engine=args.engine,
+        **common,
+    )[1]
 
 
 def _seating(args: argparse.Namespace, config: Config, common: dict) -> str:
     from odin_lab.evaluation import studies
 
     return studies.seating(
-        args.agent, args.players, args.first_player, args.games, args.seed, args.out,
-        config, args.workers, resume=args.resume, **common,
-    )[1]  # fmt: skip
+        args.agent,
+        args.players,
+        args.first_player,
+        args.games,
+        args.seed,
+        args.out,
+        config,
+        args.workers,
+        resume=args.resume,
+        **common,
+    )[1]
 
 
 def _thresholds(args: argparse.Namespace, config: Config, common: dict) -> str:
     from odin_lab.evaluation import studies
 
     return studies.thresholds(
-        args.agents, args.thresholds, args.games, args.seed, args.out, config,
-        args.workers, resume=args.resume, **common,
-    )[1]  # fmt: skip
+        args.agents,
+        args.thresholds,
+        args.games,
+        args.seed,
+        args.out,
+        config,
+        args.workers,
+        resume=args.resume,
+        **common,
+    )[1]
 
 
 def _goat(args: argparse.Namespace, config: Config, common: dict) -> str:
     from odin_lab.evaluation.goat_study import goat_study
 
     return goat_study(
-        args.agent, args.players, args.games, args.seed, args.out, config, args.workers,
-        resume=args.resume, **common,
-    )[1]  # fmt: skip
+        args.agent,
+        args.players,
+        args.games,
+        args.seed,
+        args.out,
+        config,
+        args.workers,
+        resume=args.resume,
+        **common,
+    )[1]
 
 
 def _leaderboard(args: argparse.Namespace, config: Config, common: dict) -> str:
     from odin_lab.evaluation.leaderboard import leaderboard
 
     return leaderboard(
-        args.agents, config, args.games, args.seed, args.out, args.workers,
-        most=args.tables, resume=args.resume, **common,
-    )[1]  # fmt: skip
+        args.agents,
+        config,
+        args.games,
+        args.seed,
+        args.out,
+        args.workers,
+        most=args.tables,
+        resume=args.resume,
+        **common,
+    )[1]
 
 
 def _showcase(args: argparse.Namespace, config: Config | None, common: dict) -> str:
@@ -440,39 +355,39 @@ def _subcommand(
 
 STUDIES: dict[str, Subcommand] = {
     "tournament": _subcommand(
-        "agents play seeded deals from every seat", _tournament_flags, _check_seats, _tournament
+        "agents play seeded deals from every seat", tournament_flags, _check_seats, _tournament
     ),
     "compare": _subcommand(
         "two agents in one seat on the same games: their paired difference",
-        _compare_flags,
+        compare_flags,
         _check_seats,
         _compare,
     ),
     "seating": _subcommand(
-        "win rate by seat, the same agent in every seat", _seating_flags, _check_seating, _seating
+        "win rate by seat, the same agent in every seat", seating_flags, _check_seating, _seating
     ),
     "thresholds": _subcommand(
         "how the threshold changes the first agent's results",
-        _thresholds_flags,
+        thresholds_flags,
         _check_seats,
         _thresholds,
     ),
     "goat": _subcommand(
         "what the Grumpy Goat changes (RULES G1-G5): the same agent in every seat, without and "
         "with it, at each player count",
-        _goat_flags,
+        goat_flags,
         _check_goat,
         _goat,
     ),
     "leaderboard": _subcommand(
         "rate many agents over every table of --players",
-        _leaderboard_flags,
+        leaderboard_flags,
         _check_leaderboard,
         _leaderboard,
     ),
     "showcase": _subcommand(
         "the tournament and seat table that `make run` shows",
-        _showcase_flags,
+        showcase_flags,
         lambda args: None,
         _showcase,
         specs=False,

@@ -104,8 +104,12 @@ def _kept(where: Path, table: list[str], config: Config, games: int, seed: int):
     if kept.extra.get("partial"):
         return None
     ours = (table, config_dict(config), seed, deals_for(games, config.players))
-    theirs = (list(kept.specs), config_dict(kept.config), kept.extra.get("seed"),
-              kept.extra.get("deals"))  # fmt: skip
+    theirs = (
+        list(kept.specs),
+        config_dict(kept.config),
+        kept.extra.get("seed"),
+        kept.extra.get("deals"),
+    )
     if ours != theirs:
         raise ValueError(
             f"{where} holds a tournament of other agents or settings than this comparison's: "

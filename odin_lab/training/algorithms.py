@@ -37,7 +37,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "dmc": Algorithm("dmc", DMCConfig, DMCLearner, "deep Monte Carlo (DouZero), batched engine"),
     "cem": Algorithm("cem", CEMConfig, CEMLearner, "cross-entropy method, linear feature player"),
     "exit": Algorithm("exit", ExItConfig, ExItLearner, "expert iteration: search labels, Q-net"),
-}  # fmt: skip
+}
 """Every algorithm ``train.py --algo`` takes, by name."""
 
 

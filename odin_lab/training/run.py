@@ -257,11 +257,13 @@ def final_text(entry: dict[str, Any], config: TrainConfig, kind: str) -> str:
     ]
     best = config.run_dir / BEST
     return (
-        f"final evaluation at step {entry['step']:,}: " + "; ".join(parts)
+        f"final evaluation at step {entry['step']:,}: "
+        + "; ".join(parts)
         + f" (fair share {fair:.0%})\nnext: python evaluate.py tournament --agents "
-        + f"{kind}:{best} " + " ".join(["planner"] * (config.game.players - 1))
+        + f"{kind}:{best} "
+        + " ".join(["planner"] * (config.game.players - 1))
         + " --games 1000"
-    )  # fmt: skip
+    )
 
 
 def _start(
