@@ -100,8 +100,9 @@ def run(module: str, script: str, term: bool = True) -> int:
         extra = missing_extra(error)
         if extra is None:
             raise
+        top = (error.name or "").split(".")[0]
         print(
-            f"{program(script)}: error: {error.name} is not installed; it comes with the "
+            f"{program(script)}: error: {top} is not installed; it comes with the "
             f"'{extra}' extra: pip install 'odin-lab[{extra}]'",
             file=sys.stderr,
         )
