@@ -60,6 +60,10 @@ def test_a_signal_at_any_moment_prints_no_traceback(tmp_path, command, delay):
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
+    if "init_import_site" in err:
+        # The interpreter's own start (its site module), before any line of the lab runs: out
+        # of the lab's reach, so the signal came too early to test the lab on this machine.
+        pytest.skip("the signal came during the interpreter's own start (site import)")
     assert "Traceback" not in err, err[-3000:]
     assert proc.returncode in (0, 2, 130, -signal.SIGINT), err[-3000:]
 
