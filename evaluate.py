@@ -6,7 +6,7 @@ launcher: the command is :mod:`odin_lab.commands.evaluate`.
 
 import sys
 
-from odin_lab.commands.evaluate import main
+from odin_lab.launch import evaluate
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(evaluate())

@@ -6,7 +6,7 @@ the command is :mod:`odin_lab.commands.play`.
 
 import sys
 
-from odin_lab.commands.play import main
+from odin_lab.launch import play
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(play())

@@ -6,7 +6,7 @@ the command is :mod:`odin_lab.commands.train`.
 
 import sys
 
-from odin_lab.commands.train import main
+from odin_lab.launch import train
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(train())

@@ -15,14 +15,14 @@ import inspect
 import os
 import re
 import shlex
-import signal
 import sys
 import types
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, fields, is_dataclass
-from pathlib import Path
 from typing import Any
+
+from odin_lab.launch import program, restore_interrupts
 
 # One BLAS thread, as the lab runs one torch thread: the lab's numpy networks multiply small
 # matrices, where OpenBLAS's threads cost far more than they give (on a 2-core machine that is
@@ -153,30 +153,11 @@ def given(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
-def program(script: str) -> str:
-    """The name a tool's messages start with: the console script the user ran (``odin-train``),
-    else ``script`` (``train.py``, also when the tool is called from Python)."""
-    typed = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    return typed if typed.startswith("odin-") else script
-
-
 def fail(prog: str, message: object) -> int:
     """Print ``prog: error: message`` (its first line) to stderr; return exit code 2."""
     first = str(message).splitlines()[0] if str(message) else type(message).__name__
     print(f"{prog}: error: {first}", file=sys.stderr)
     return 2
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def restore_interrupts() -> None:
-    """Make Ctrl-C (SIGINT) and a plain ``kill`` (SIGTERM) raise ``KeyboardInterrupt``, so a
-    command keeps its finished work either way. Why: a background launch (``nohup ... &``, a CI
-    runner) inherits an ignored SIGINT."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def shell_command(script: str, argv: Sequence[str] | None = None) -> str:
@@ -187,6 +168,7 @@ def shell_command(script: str, argv: Sequence[str] | None = None) -> str:
 
 
 __all__ = [
-    "Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain", "restore_interrupts",
+    "Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain", "program",
+    "restore_interrupts",
     "shell_command",
 ]  # fmt: skip

@@ -411,7 +411,7 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
         (["--learning-rate", "inf"], ["learning_rate", "finite"]),
         (["--ent-coef", "nan"], ["ent_coef", "finite"]),
         (["--gamma", "2"], ["gamma", "[0, 1]"]),
-        (["--net-pi", "0"], ["net_pi", "an integer 1-65,536"]),
+        (["--net-pi", "0"], ["net_pi", "an integer 1-4,096"]),
         (["--device", "tpu"], ["device", "cpu"]),
         (["--init", str(BUNDLED_DIR / "net_4p.safetensors")], ["--init", "--net-pi 512 256"]),
         (["--average", "a", "--resume", "b"], ["--average and --resume", "one of them"]),

@@ -34,7 +34,13 @@ from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.qnet import QNet, QNetwork, QSettings
 from odin_lab.training.selfplay import episode_summary
-from odin_lab.training.settings import INF, Retired, setting
+from odin_lab.training.settings import (
+    MAX_BATCH,
+    MAX_DECISIONS,
+    MAX_RATE,
+    Retired,
+    setting,
+)
 
 RELABEL = 5
 """Sub-stream of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, RELABEL)``): the
@@ -46,13 +52,13 @@ FINDINGS = "docs/findings/dmc-settings.md"
 class DMCConfig(QSettings):
     """Deep Monte Carlo's settings (``train.py --algo dmc``): the Q-network's, then its own."""
 
-    learning_rate: float = setting(1e-3, 0.0, INF, above=True)
+    learning_rate: float = setting(1e-3, 0.0, MAX_RATE, above=True)
     """Step size of the optimizer."""
-    batch_size: int = setting(256, 1, 10**7)
+    batch_size: int = setting(256, 1, MAX_BATCH)
     """Minibatch size of the regression."""
     epochs: int = setting(1, 1, 1000)
     """Passes over each update's decisions."""
-    decisions_per_update: int = setting(4096, 1, 10**7)
+    decisions_per_update: int = setting(4096, 1, MAX_DECISIONS)
     """Learner decisions of finished episodes gathered before each update (an update trains on
     all it has then, at least this many)."""
     gamma: float = setting(1.0, 0.0, 1.0)

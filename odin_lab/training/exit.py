@@ -55,7 +55,13 @@ from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.qnet import QNet, QSettings
 from odin_lab.training.selfplay import episode_summary
-from odin_lab.training.settings import INF, Retired, setting
+from odin_lab.training.settings import (
+    MAX_BATCH,
+    MAX_DECISIONS,
+    MAX_RATE,
+    Retired,
+    setting,
+)
 
 LEARNER_PLAYOUT = "learner"
 """``playout``: the search plays out with the network being trained."""
@@ -72,13 +78,13 @@ class ExItConfig(QSettings):
     """Expert iteration's settings (``train.py --algo exit``): the Q-network's (a DMC model is a
     warm start, ``--init``), then its own and the search's."""
 
-    learning_rate: float = setting(3e-4, 0.0, INF, above=True)
+    learning_rate: float = setting(3e-4, 0.0, MAX_RATE, above=True)
     """Step size of the optimizer."""
-    batch_size: int = setting(256, 1, 10**7)
+    batch_size: int = setting(256, 1, MAX_BATCH)
     """Minibatch size of the regression, in (decision, candidate) pairs."""
     epochs: int = setting(2, 1, 1000)
     """Passes over each update's labels."""
-    decisions_per_update: int = setting(128, 1, 10**7)
+    decisions_per_update: int = setting(128, 1, MAX_DECISIONS)
     """Decisions the search labels before each update."""
     rollouts: int = setting(128, 1, SEARCH_MAX_ROLLOUTS)
     """Search playouts per labelled decision, shared among its candidates."""

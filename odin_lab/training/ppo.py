@@ -34,7 +34,15 @@ from odin_lab.training.model import build_model
 from odin_lab.training.policy import CRITICS, snapshot
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import rollout_update
-from odin_lab.training.settings import INF, setting
+from odin_lab.training.settings import (
+    MAX_BATCH,
+    MAX_COEF,
+    MAX_DECISIONS,
+    MAX_LAYERS,
+    MAX_RATE,
+    MAX_WIDTH,
+    setting,
+)
 
 IMITATION = "imitation.safetensors"
 """The policy after the imitation warm start, before any PPO step."""
@@ -46,27 +54,27 @@ class PPOConfig:
 
     n_envs: int = setting(4, 1, 4096)
     """With ``n_steps``, sizes the rollout: ``n_steps x n_envs`` learner decisions per update."""
-    n_steps: int = setting(1024, 1, 10**7)
+    n_steps: int = setting(1024, 1, MAX_DECISIONS)
     """Steps per rollout and per env (see ``n_envs``)."""
-    batch_size: int = setting(1024, 1, 10**7)
+    batch_size: int = setting(1024, 1, MAX_BATCH)
     """Minibatch size of the PPO update."""
     n_epochs: int = setting(4, 1, 1000)
     """Passes over each rollout."""
-    learning_rate: float = setting(1e-3, 0.0, INF, above=True)
+    learning_rate: float = setting(1e-3, 0.0, MAX_RATE, above=True)
     """Adam step size."""
     gamma: float = setting(0.995, 0.0, 1.0)
     """Discount per learner decision."""
     gae_lambda: float = setting(0.95, 0.0, 1.0)
     """GAE lambda."""
-    clip_range: float = setting(0.2, 0.0, INF, above=True)
+    clip_range: float = setting(0.2, 0.0, MAX_COEF, above=True)
     """PPO clip range."""
-    ent_coef: float = setting(0.01, 0.0, INF)
+    ent_coef: float = setting(0.01, 0.0, MAX_COEF)
     """Entropy bonus weight."""
-    vf_coef: float = setting(0.5, 0.0, INF)
+    vf_coef: float = setting(0.5, 0.0, MAX_COEF)
     """Value loss weight."""
-    net_pi: list[int] = setting([256, 128], 1, 65_536, length=(1, 16))
+    net_pi: list[int] = setting([256, 128], 1, MAX_WIDTH, length=(1, MAX_LAYERS))
     """Hidden layers of the actor."""
-    net_vf: list[int] = setting([256, 128], 1, 65_536, length=(1, 16))
+    net_vf: list[int] = setting([256, 128], 1, MAX_WIDTH, length=(1, MAX_LAYERS))
     """Hidden layers of the critic."""
     imitate: str | None = None
     """Warm start: before PPO, fit the policy (and value) to this agent's play (e.g. planner)."""
@@ -91,8 +99,10 @@ class PPOConfig:
         """Raise ``ValueError`` naming the first setting that does not fit the others (each
         setting's own range: :func:`odin_lab.training.settings.check_settings`)."""
         rollout = self.n_steps * self.n_envs
-        if rollout > 10**7:
-            raise ValueError(f"n_steps x n_envs must be an integer 1-10,000,000; got {rollout:,}")
+        if rollout > MAX_DECISIONS:
+            raise ValueError(
+                f"n_steps x n_envs must be an integer 1-{MAX_DECISIONS:,}; got {rollout:,}"
+            )
         check_prior(self.prior)
         if self.critic == "full" and self.imitate:
             raise ValueError("imitate reads recorded games, which hold no hidden state: use "

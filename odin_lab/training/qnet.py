@@ -31,7 +31,7 @@ from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.dmc_collector import table_sizes
 from odin_lab.training.learner import GAMES_STREAM, device_of
 from odin_lab.training.pool import SELF
-from odin_lab.training.settings import INF, setting
+from odin_lab.training.settings import MAX_COEF, MAX_LAYERS, MAX_WIDTH, setting
 
 OPTIMIZERS = ("adam", "rmsprop")
 SHUFFLE, INIT = 2, 3
@@ -44,11 +44,11 @@ class QSettings:
     """The settings every learner of a :class:`QNet` shares (each declares its own optimizer
     step, minibatch and passes): the network, its optimizer and the table sizes it plays."""
 
-    net: list[int] = setting([256, 256, 128], 1, 65_536, length=(1, 16))
+    net: list[int] = setting([256, 256, 128], 1, MAX_WIDTH, length=(1, MAX_LAYERS))
     """Hidden layers of the Q-network (its input: the observation and the action's features)."""
     optimizer: str = setting("adam", choices=OPTIMIZERS)
     """adam, or rmsprop (DouZero's: alpha 0.99, eps 1e-5)."""
-    max_grad_norm: float = setting(40.0, 0.0, INF, above=True)
+    max_grad_norm: float = setting(40.0, 0.0, MAX_COEF, above=True)
     """Gradients are clipped to this norm (DouZero's 40)."""
     other_tables: list[int] = setting(
         [], MIN_PLAYERS, MAX_PLAYERS, length=(0, MAX_PLAYERS - MIN_PLAYERS + 1)

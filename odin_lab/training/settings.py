@@ -18,6 +18,22 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 INF = math.inf
+MAX_WIDTH = 4096
+MAX_LAYERS = 8
+"""A network's hidden layers: 1 to :data:`MAX_LAYERS` of 1 to :data:`MAX_WIDTH` units each. Why:
+memory, known before a run starts; the largest network, 8 layers of 4,096, holds about
+7 x 4,096^2 = 117 M weights (470 MB of float32), under 2 GB with its gradients and Adam's two
+moments."""
+MAX_BATCH = 65_536
+"""The largest minibatch: 65,536 rows x 4,096 units x 4 bytes = 1 GiB per layer's activations
+at the widest network."""
+MAX_DECISIONS = 10**6
+"""The most learner decisions gathered for one update (a rollout, DMC's or ExIt's decisions per
+update): each holds an observation of 574 float32, so at most about 2.3 GB."""
+MAX_RATE = 10.0
+"""The largest learning rate (a step size past it only diverges; ``1e308`` overflows torch)."""
+MAX_COEF = 1e6
+"""The largest loss weight, clip range or gradient norm (finite in float32 arithmetic)."""
 RETIRED_AT = "282f95f"
 """The last commit that trained with the retired settings: the findings pages' commands of them
 run there."""
@@ -154,5 +170,6 @@ def drop_retired(settings: dict[str, Any], retired: dict[str, Retired]) -> dict[
 
 
 __all__ = [
-    "INF", "RETIRED_AT", "Allowed", "Retired", "check_settings", "drop_retired", "setting",
+    "INF", "MAX_BATCH", "MAX_COEF", "MAX_DECISIONS", "MAX_LAYERS", "MAX_RATE", "MAX_WIDTH",
+    "RETIRED_AT", "Allowed", "Retired", "check_settings", "drop_retired", "setting",
 ]  # fmt: skip
