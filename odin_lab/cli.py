@@ -122,9 +122,12 @@ def add_fields(
         default = defaults.get(f.name, _default(f))
         if kind is bool and not many:
             parser.add_argument(
-                flag(f.name), dest=f.name, action=argparse.BooleanOptionalAction, default=None,
+                flag(f.name),
+                dest=f.name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
                 help=f"{docs.get(f.name, '')} (default: {'--' if default else '--no-'}{f.name})",
-            )  # fmt: skip
+            )
             names.append(f.name)
             continue
         if kind not in (int, float, str):

@@ -135,9 +135,13 @@ class DMCLearner:
         )
         settings = self.settings
         self.actors = TableActors(
-            config, settings.other_tables, steps, self.qnet.greedy, settings.gamma,
+            config,
+            settings.other_tables,
+            steps,
+            self.qnet.greedy,
+            settings.gamma,
             settings.horizon,
-        )  # fmt: skip
+        )
         if SELF in config.opponents and not self.qnet.snapshots:
             self.snapshot()
         else:

@@ -105,9 +105,11 @@ class PPOConfig:
             )
         check_prior(self.prior)
         if self.critic == "full" and self.imitate:
-            raise ValueError("imitate reads recorded games, which hold no hidden state: use "
-                             "critic 'observation' with imitate, or train critic 'full' --init "
-                             "from the imitated model")  # fmt: skip
+            raise ValueError(
+                "imitate reads recorded games, which hold no hidden state: use "
+                "critic 'observation' with imitate, or train critic 'full' --init "
+                "from the imitated model"
+            )
 
 
 class PPOLearner:
