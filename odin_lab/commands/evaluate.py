@@ -189,7 +189,7 @@ def parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("showcase", help="the tournament and seat table that `make run` shows")
     w.add_argument("--out", type=cli_path, default=Path("results/showcase"))
-    w.add_argument("--games", type=int, default=800)
+    w.add_argument("--games", type=int, default=200)
     w.add_argument("--seed", type=int, default=0)
     _parallel_flags(w, workers=2)
     w.add_argument("--no-progress", action="store_true")
@@ -380,8 +380,8 @@ def main(argv: list[str] | None = None) -> int:
 
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
     specs = [*specs, *getattr(args, "against", [])]  # compare's other seats
-    if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
-        specs = showcase.showcase_agents()
+    if args.command == "showcase":  # the agents it picks itself
+        specs = list(showcase.SHOWCASE_AGENTS)
     with results.stop_once():  # a second Ctrl-C waits for the finished work to be written
         try:
             text = _study(args, config, provenance(specs))
