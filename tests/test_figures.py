@@ -86,10 +86,10 @@ def test_tournament_rows_follow_the_table_and_whiskers_are_the_wilson_bounds():
     assert "%" in ax.get_xlabel() and "Wilson" in ax.get_xlabel()
 
 
-def seating_summary() -> dict:
+def seating_summary(rules: tuple[str, ...] = ("rotate", "winner")) -> dict:
     rng = np.random.default_rng(0)
     cells = []
-    for rule in ("rotate", "winner"):
+    for rule in rules:
         for n in (2, 3, 5):
             wins = rng.multinomial(300, [1 / n] * n)
             positions = [rate(s, int(w), 300, "seat") for s, w in enumerate(wins)]
@@ -139,6 +139,15 @@ def test_seating_panels_share_one_scale_and_no_two_series_share_an_x_position():
         "first player: rotate",
         "first player: winner",
     ]
+
+
+def test_the_seating_legend_of_every_first_player_rule_lies_whole_inside_the_figure():
+    fig = figures.seating_figure(seating_summary(("rotate", "winner", "random", "fixed")))
+    FigureCanvasAgg(fig).draw()
+    (legend,) = fig.subfigs[1].legends
+    box, page = legend.get_window_extent(), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+    assert len(legend.get_texts()) == 5
 
 
 def test_seating_table_prints_wilson_bounds_not_plus_minus():

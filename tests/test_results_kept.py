@@ -464,7 +464,7 @@ COMMANDS = {
     "leaderboard": ["evaluate.py", "leaderboard", "--agents", "greedy", "random", "shaper",
                     "--players", "2", "--games", "4", "--threshold", "5", "--no-progress",
                     "--seed", "{seed}", "--out", "{out}"],
-    "showcase": ["evaluate.py", "showcase", "--games", "8", "--no-progress", "--seed", "{seed}",
+    "showcase": ["evaluate.py", "showcase", "--games", "4", "--no-progress", "--seed", "{seed}",
                  "--out", "{out}"],
     "watch": ["evaluate.py", "watch", "--agents", "greedy", "random", "--threshold", "5",
               "--no-colour", "--seed", "{seed}", "--out", "{out}/game.json"],

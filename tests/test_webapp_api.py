@@ -179,6 +179,18 @@ def test_an_agent_at_a_table_size_it_was_not_trained_for_is_noted_not_warned(cli
     ]
 
 
+def test_the_form_first_shows_the_search_and_the_dmc_network_and_they_play_every_size(client):
+    offered = client.get("/api/agents").json()
+    defaults = offered["defaults"]
+    assert defaults[:2] == ["search", "dmc"] and len(defaults) == max(offered["players"]) - 1
+    assert set(defaults) <= set(offered["agents"])
+    for players in offered["players"]:
+        opening = start(client, players=players, opponents=defaults[: players - 1], seed=players)
+        names = [seat["name"] for seat in opening["view"]["seats"][1:]]
+        assert names == [f"{spec} (seat {s})" for s, spec in enumerate(defaults[: players - 1], 1)]
+        assert opening["notes"] == []  # dmc is one network for every table size
+
+
 def test_moves_after_the_end_get_409(app, client):
     data = play_out(client, start(client))
     before = state(app, data["game_id"])

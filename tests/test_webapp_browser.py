@@ -369,10 +369,14 @@ def check_review(page, seat: int, start) -> dict:
 
 
 def screenshot_of_a_four_player_game(page, path: Path) -> None:
-    """A few moves of a game against the bundled agents, then the picture, a play selected."""
-    new_game(page, 4, ["ppo", "planner", "greedy"], 15, 5)
+    """A few moves of a game against the opponents the form shows first (the lab's strongest
+    player and network), then the picture, a play selected."""
+    page.select_option("#players", "4")
+    shown = [page.input_value(f"#opponent-{seat}") for seat in (1, 2, 3)]
+    assert shown == ["search", "dmc", "dmc"]
+    new_game(page, 4, [], 15, 5)
     settle(page)
-    assert page.is_hidden("#table-notes")  # ppo plays its own 4-player model: nothing to note
+    assert page.is_hidden("#table-notes")  # dmc is one network for every size: nothing to note
     moves = 0
     while True:
         view = settle(page)

@@ -220,10 +220,10 @@ def _showcase(args: argparse.Namespace, config: Config | None, common: dict) -> 
 
 def _played(args: argparse.Namespace) -> list[str]:
     """The agent specs a study plays (for its provenance)."""
-    if args.command == "showcase":  # the agents it picks itself: the bundled ppo when it loads
+    if args.command == "showcase":  # the agents it picks itself
         from odin_lab.evaluation import showcase
 
-        return showcase.showcase_agents()
+        return list(showcase.SHOWCASE_AGENTS)
     specs = getattr(args, "agents", None) or [getattr(args, "agent", "")]
     return [*specs, *getattr(args, "against", [])]  # compare's other seats
 

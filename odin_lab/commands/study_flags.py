@@ -161,7 +161,7 @@ def leaderboard_flags(b: argparse.ArgumentParser) -> None:
 
 def showcase_flags(w: argparse.ArgumentParser) -> None:
     w.add_argument("--out", type=cli_path, default=Path("results/showcase"))
-    w.add_argument("--games", type=int, default=800)
+    w.add_argument("--games", type=int, default=200)
     w.add_argument("--seed", type=int, default=0)
     parallel_flags(w, workers=2)
     w.add_argument("--no-progress", action="store_true")

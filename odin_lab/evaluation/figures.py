@@ -141,11 +141,14 @@ def seating_figure(summary: dict) -> Figure:
     cols = min(len(counts), 3)
     rows = math.ceil(len(counts) / cols)
     offsets = seating_offsets(len(rules))
+    # The fair share and one entry per rule, at most three a line: four rules fit the width.
+    entries = 1 + len(rules)
+    lines = math.ceil(entries / 3)
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(WIDTH, 1.3 + 1.9 * rows), layout="constrained")
+        fig = Figure(figsize=(WIDTH, 1.0 + 1.9 * rows + 0.3 * lines), layout="constrained")
         # The panels above, the legend in a strip of its own below: outside the data, and clear
         # of the title and the axis labels whatever the grid.
-        panels, strip = fig.subfigures(2, 1, height_ratios=[0.6 + 1.9 * rows, 0.35])
+        panels, strip = fig.subfigures(2, 1, height_ratios=[0.6 + 1.9 * rows, 0.05 + 0.3 * lines])
         axes = panels.subplots(rows, cols, sharey=True, squeeze=False)
         for k, ax in enumerate(axes.flat):
             if k >= len(counts):
@@ -179,7 +182,8 @@ def seating_figure(summary: dict) -> Figure:
         for ax in axes.flat:
             for handle, label in zip(*ax.get_legend_handles_labels()):
                 legend.setdefault(label, handle)
-        strip.legend(legend.values(), legend.keys(), loc="center", ncols=len(legend), frameon=False)
+        ncols = math.ceil(len(legend) / lines)
+        strip.legend(legend.values(), legend.keys(), loc="center", ncols=ncols, frameon=False)
         panels.supxlabel(
             "seat, counted clockwise from the game's first leader (0 = first leader)", fontsize=9
         )

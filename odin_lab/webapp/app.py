@@ -2,7 +2,8 @@
 
 =========================================  ====================================================
 ``GET  /``                                 the page (``static/index.html``; plain HTML/CSS/JS)
-``GET  /api/agents``                       the opponents a person may pick, the table sizes
+``GET  /api/agents``                       the opponents a person may pick and those the form
+                                           shows first, the table sizes
 ``POST /api/games``                        a new game: ``{"players", "opponents", "threshold",
                                            "seed"}``; plays up to the person's first choice
 ``GET  /api/games/{id}``                   the game's view now and its whole text log
@@ -92,6 +93,10 @@ MAX_BODY = 16_384
 """The largest request body accepted, in bytes (a move is about 30)."""
 MAX_DEPTH = 8
 """The deepest nesting of lists and objects accepted in a request body (a new game has 2)."""
+DEFAULT_OPPONENTS = ("search",) + ("dmc",) * (MAX_PLAYERS - 2)
+"""The new-game form's first choice for seats 1, 2, ...: the lab's strongest player (about 40 ms
+a decision) and its strongest network (docs/agents.md); the page offers ``planner`` where one
+does not play the game (the networks refuse the Goat)."""
 HINTS_AT_ONCE = 2
 """Hints built at the same time (each keeps a core busy for its budget); more get 503."""
 STATIC = Path(str(resources.files("odin_lab.webapp") / "static"))
@@ -198,6 +203,7 @@ def create_app(
             "threshold": Config().threshold,
             "max_threshold": MAX_THRESHOLD,
             "goat": [name for name in offered if name in GOAT_AGENTS],
+            "defaults": list(DEFAULT_OPPONENTS),
             "notes": {
                 "ppo": "bundled models trained for 2 players and for 4 (also at 3, 5, 6)",
                 "dmc": "one network trained for every table size, with no heuristic inside",

@@ -197,8 +197,9 @@ function drawOpponents() {
     // With the Goat, only the agents that play it are offered.
     const offered = $("goat").checked ? state.agents.goat : state.agents.agents;
     for (const name of offered) select.append(new Option(name, name));
+    const first = state.agents.defaults[seat - 1];
     select.value = offered.includes(before[seat - 1]) ? before[seat - 1]
-      : offered.includes("ppo") ? "ppo" : "planner";
+      : offered.includes(first) ? first : "planner";
     const label = el("label", "", `Seat ${seat} `);
     label.append(select);
     box.append(label);
