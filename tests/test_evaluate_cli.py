@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize(
@@ -47,8 +50,19 @@ def test_bad_input_prints_one_line_and_exits_2(args, says, tmp_path):
 def test_tournament_writes_json_csv_and_plot_and_prints_a_table(tmp_path):
     out = tmp_path / "t"
     agents = ["planner", "greedy", "random"]
-    result = run("tournament", "--agents", *agents, "--games", "6", "--threshold", "5",
-                 "--no-progress", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    result = run(
+        "tournament",
+        "--agents",
+        *agents,
+        "--games",
+        "6",
+        "--threshold",
+        "5",
+        "--no-progress",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "tournament.json").read_text())
     assert summary["games"] == 6 and summary["config"]["players"] == 3
@@ -60,18 +74,44 @@ def test_tournament_writes_json_csv_and_plot_and_prints_a_table(tmp_path):
 
 
 def test_seating_and_thresholds_write_one_figure_each(tmp_path):
-    seat = run("seating", "--agent", "greedy", "--players", "2", "3", "--start-rule", "rotate",
-               "winner", "--games", "6", "--no-progress", "--out", str(tmp_path / "s"),
-               cwd=tmp_path)  # fmt: skip
+    seat = run(
+        "seating",
+        "--agent",
+        "greedy",
+        "--players",
+        "2",
+        "3",
+        "--start-rule",
+        "rotate",
+        "winner",
+        "--games",
+        "6",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "s"),
+        cwd=tmp_path,
+    )
     assert seat.returncode == 0, seat.stderr
     cells = json.loads((tmp_path / "s" / "seating.json").read_text())["cells"]
     assert {(c["players"], c["first_player"]) for c in cells} == {
         (n, r) for n in (2, 3) for r in ("rotate", "winner")
     }
     assert (tmp_path / "s" / "seating.png").exists()
-    thr = run("thresholds", "--agents", "planner", "greedy", "--thresholds", "3", "6",
-              "--games", "4", "--no-progress", "--out", str(tmp_path / "h"),
-              cwd=tmp_path)  # fmt: skip
+    thr = run(
+        "thresholds",
+        "--agents",
+        "planner",
+        "greedy",
+        "--thresholds",
+        "3",
+        "6",
+        "--games",
+        "4",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "h"),
+        cwd=tmp_path,
+    )
     assert thr.returncode == 0, thr.stderr
     rows = json.loads((tmp_path / "h" / "thresholds.json").read_text())["rows"]
     assert [r["threshold"] for r in rows] == [3, 6]
