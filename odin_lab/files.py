@@ -17,8 +17,18 @@ from agents.model_file import model_bytes
 def write_atomic(path: Path, payload: bytes) -> None:
     """Write ``payload`` to a temporary file beside ``path``, then rename it into place.
 
-    A crash or Ctrl-C mid-write leaves the previous file (or none), never a truncated one."""
+    A crash or Ctrl-C mid-write leaves the previous file (or none), never a truncated one. An
+    ``OSError`` (a full disk) names ``path``, so that its one line says which file it was."""
     path = Path(path)
+    try:
+        _write_atomic(path, payload)
+    except OSError as error:
+        if error.filename is not None and not str(error.filename).startswith(str(path.parent)):
+            raise
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+
+
+def _write_atomic(path: Path, payload: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
