@@ -296,7 +296,7 @@ def test_a_distillation_resumes_only_with_the_teacher_it_was_taught_by(tmp_path)
         ({"rollouts": 0}, "rollouts must be an integer 1-100,000"),
         ({"playout": "nobody"}, "playout must be one of greedy, shaper, planner, learner"),
         ({"epsilon": 1.5}, "epsilon must be a finite number in [0, 1]"),
-        ({"decisions_per_update": 0}, "decisions_per_update must be an integer 1-10,000,000"),
+        ({"decisions_per_update": 0}, "decisions_per_update must be an integer 1-1,000,000"),
         ({"replay": -1}, "replay must be an integer 0-1,000,000"),
         ({"replay": 2.5}, "replay must be an integer 0-1,000,000"),
         ({"top": -1}, "top must be an integer 0-3,634"),
