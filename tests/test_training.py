@@ -407,7 +407,7 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
         (["--opponents", "learner", "--seat", "0"], ["seat", "learner"]),
         (["--opponents", "grandmaster"], ["grandmaster", "greedy"]),
         (["--selfplay-batch", "0"], ["selfplay_batch", "1-65,536"]),
-        (["--clip-range", "-1"], ["clip_range", "> 0"]),
+        (["--clip-range", "-1"], ["clip_range", "(0, 1e+06]"]),
         (["--learning-rate", "inf"], ["learning_rate", "finite"]),
         (["--ent-coef", "nan"], ["ent_coef", "finite"]),
         (["--gamma", "2"], ["gamma", "[0, 1]"]),
