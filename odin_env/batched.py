@@ -261,17 +261,7 @@ class BatchedGames:
             self._refuse(bad, acts[bad])
         waiting = self._step_games(
             acts,
-            self._cfg,
-            _OFFSETS,
-            self._state,
-            self.seat,
-            self._hands,
-            self._known,
-            self._totals,
-            self._legal,
-            self.mask,
-            self.obs,
-            self._shown,
+            *self._game_arrays(),
             *self._outs,
             self._deal_slots,
             self._tables,
@@ -366,9 +356,18 @@ class BatchedGames:
             self.game_seeds[i] = -1
         steps.show_games(
             rows,
+            *self._game_arrays(),
+            self._tables,
+        )
+
+    def _game_arrays(self) -> tuple:
+        """The arguments every step kernel takes, in their order: the config, the observation's
+        offsets and the games' arrays (state, seats, hands, known cards, totals, legal actions,
+        masks, observations, shown cards)."""
+        return (
             self._cfg,
             _OFFSETS,
-            st,
+            self._state,
             self.seat,
             self._hands,
             self._known,
@@ -377,7 +376,6 @@ class BatchedGames:
             self.mask,
             self.obs,
             self._shown,
-            self._tables,
         )
 
     def _slots(self, slots: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -412,17 +410,7 @@ class BatchedGames:
             slots,
             orders[:count],
             leaders[:count],
-            self._cfg,
-            _OFFSETS,
-            self._state,
-            self.seat,
-            self._hands,
-            self._known,
-            self._totals,
-            self._legal,
-            self.mask,
-            self.obs,
-            self._shown,
+            *self._game_arrays(),
             self._tables,
         )
 

@@ -85,7 +85,7 @@ def fit(
     seed (one torch thread)."""
     import torch as th
 
-    from odin_lab.training.dmc import QNetwork
+    from odin_lab.training.qnet import QNetwork
 
     info, state = student
     th.set_num_threads(1)

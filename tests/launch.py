@@ -1,7 +1,7 @@
 """A command launched as ``nohup ... &`` or a CI runner launches it (SIGINT ignored), then sent
 SIGINT once it has done some work: :func:`interrupt_when`; a training run killed with SIGKILL
-while its evaluation log runs ahead of its checkpoint: :func:`kill_9_ahead_of_checkpoint`. A
-helper of the tests, not a test."""
+while its evaluation log runs ahead of its checkpoint: :func:`kill_9_ahead_of_checkpoint`; a call
+that must not block: :func:`returns_within`. A helper of the tests, not a test."""
 
 from __future__ import annotations
 
@@ -11,11 +11,32 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from odin_lab.training.checkpoints import checkpoint_step
+
+
+def returns_within(seconds: float, call) -> object:
+    """``call()``'s result (or its error, raised), failing the test when it has not returned after
+    ``seconds``: a reader that blocks (a FIFO) fails instead of hanging the suite."""
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            out["error"] = error
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "the reader blocks"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def interrupt_when(

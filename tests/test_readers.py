@@ -11,12 +11,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from launch import returns_within
 
 from agents import make
 from odin_env.rules import Config
@@ -33,25 +33,6 @@ def one_game(path: Path, threshold: int = 5) -> None:
     config = Config(players=2, threshold=threshold)
     games = play_deals([make("random", seed=1), make("greedy")], config, 1, seed=4, rotate=False)
     write_records(path, config, ["random", "greedy"], games)
-
-
-def returns_within(seconds: float, call) -> object:
-    """``call()``'s result, failing the test when it has not returned after ``seconds``."""
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            out["value"] = call()
-        except BaseException as error:  # noqa: BLE001 - handed to the test
-            out["error"] = error
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), "the reader blocks"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 # -- read_bounded: regular files only, a size limit ------------------------------------------

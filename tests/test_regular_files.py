@@ -9,35 +9,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from launch import returns_within
 
 from agents import make
 from odin_env.files import load_json
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ["ppo", "dmc", "linear"]
-
-
-def returns_within(seconds: float, call) -> object:
-    """``call()``'s result (or its error, raised), failing the test when it blocks."""
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            out["value"] = call()
-        except BaseException as error:  # noqa: BLE001 - handed to the test
-            out["error"] = error
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), "the reader blocks"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def not_regular(tmp_path: Path) -> list[tuple[Path, str]]:

@@ -32,7 +32,7 @@ from odin_lab.training.config import MAX_STEPS, TrainConfig
 from odin_lab.training.dmc_collector import HORIZONS, Finished, TableActors, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
-from odin_lab.training.qnet import QNet, QNetwork, QSettings
+from odin_lab.training.qnet import QNet, QSettings
 from odin_lab.training.selfplay import episode_summary
 from odin_lab.training.settings import (
     MAX_BATCH,
@@ -213,4 +213,4 @@ class DMCLearner:
         self.actors = None
 
 
-__all__ = ["FINDINGS", "RELABEL", "DMCConfig", "DMCLearner", "QNetwork"]
+__all__ = ["FINDINGS", "RELABEL", "DMCConfig", "DMCLearner"]
