@@ -1,5 +1,5 @@
 """How well ``odin_env.scoring.win_chance`` foretells who wins: the search ranks its candidates by
-it and ``train.py --algo dmc --horizon win`` learns it, so its errors would be theirs.
+it (and DMC's ``--horizon win``, retired at 282f95f, learned it), so its errors are theirs.
 
 ``--agent`` (any batched agent; default ``planner``) plays every seat of ``--games`` games at
 each of ``--players`` (threshold ``--threshold``) on the batched engine. After every hand that
