@@ -12,7 +12,7 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 RLLIB_STAMP := .venv-rllib/.installed
 CHROMIUM := /usr/bin/chromium
-SOURCES := odin_env agents odin_lab benchmarks examples tests evaluate.py train.py play.py
+SOURCES := odin_env agents odin_lab benchmarks research examples tests evaluate.py train.py play.py
 
 .PHONY: test run bench lint clean web screenshot net_4p constraints docs
 
@@ -60,6 +60,7 @@ test: $(STAMP) $(RLLIB_STAMP) $(CHROMIUM)
 	$(PY) -m compileall -q -j 0 $(SOURCES) > /dev/null  # ours too (see $(STAMP))
 	$(PY) -m pytest -n 2 --dist loadgroup -q
 
+# The rules engine's speed; docs/benchmarks.md has the other speed benchmarks' commands.
 bench: $(STAMP)
 	$(PY) benchmarks/env_throughput.py
 
@@ -79,9 +80,10 @@ screenshot: $(STAMP) $(CHROMIUM)
 run: $(RUN_STAMP)
 	$(PY) evaluate.py showcase --out results/showcase
 
-# The docs site (mkdocs.yml, docs/; docs/hooks.py generates the benchmark tables from
-# benchmarks/results/*.json and the models page from agents/models/*.json) into site/, strict:
-# a broken link or a page left out of the nav fails. `$(VENV)/bin/mkdocs serve` to edit live.
+# The docs site (mkdocs.yml, docs/; docs/hooks.py generates the figures' tables from the JSON
+# of benchmarks/results/ and research/results/, the models page from agents/models/*.json) into
+# site/, strict: a broken link or a page left out of the nav fails. `$(VENV)/bin/mkdocs serve`
+# to edit live.
 DOCS_STAMP := $(VENV)/.installed-docs
 $(DOCS_STAMP): pyproject.toml constraints.txt | $(PY)
 	$(INSTALL) -e ".[docs]"

@@ -193,10 +193,19 @@ def batch_features(obs: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> np
     passes = np.rint(v["passes"][:, 0].astype(np.float64) * (players - 1)).astype(np.int64)
     out = np.zeros((len(rows), len(FEATURE_ORDER)))
     features_kernel(
-        np.ascontiguousarray(hand), np.ascontiguousarray(table), others, sizes,
-        v["penalty"].astype(np.float64), players, np.argmax(v["phase"], 1), owner, passes,
-        rows.astype(np.int64), actions.astype(np.int64), out,
-    )  # fmt: skip
+        np.ascontiguousarray(hand),
+        np.ascontiguousarray(table),
+        others,
+        sizes,
+        v["penalty"].astype(np.float64),
+        players,
+        np.argmax(v["phase"], 1),
+        owner,
+        passes,
+        rows.astype(np.int64),
+        actions.astype(np.int64),
+        out,
+    )
     return out
 
 

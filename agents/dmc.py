@@ -5,7 +5,7 @@ A DMC model (trained by ``train.py --algo dmc``, Zha et al., DouZero, ICML 2021)
 legal action ``a`` of an observation ``o`` with ``Q(o, a)``, an estimate of the return the seat
 gets from that decision to the episode's end, and plays the legal action of highest ``Q``
 (ties: the lowest action index). The network reads the concatenation of the observation and the
-action's row of the lab's shared action features (:data:`agents.ppo.ACTION_FEATURES`: cards
+action's row of the lab's shared action features (:data:`agents.features.ACTION_FEATURES`: cards
 played, card taken, size, kind, ...). Its first layer is kept in two parts, one per input, so the
 observation's part is computed once per row and the action's once per action (folded into a
 ``(3634, width)`` table at load), and only the legal (row, action) pairs pass the later layers:
@@ -37,7 +37,9 @@ from typing import Any
 import numpy as np
 
 from agents.base import argmax_by_row, legal_pairs, refuse_goat
-from agents.ppo import ACTION_FEATURES, MODEL_FORMAT, NUM_ACTION_FEATURES, is_zip, read_parts
+from agents.features import ACTION_FEATURES, NUM_ACTION_FEATURES
+from agents.model_file import MODEL_FORMAT, is_zip, model_path, read_parts
+from odin_env.files import read_head
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
 from odin_env.symmetry import colour_relabellings, colours_in_play
@@ -115,9 +117,8 @@ def model_algo(path: str | Path) -> str | None:
     from safetensors import safe_open
 
     try:
-        with open(path, "rb") as head:
-            if head.read(4) == b"PK\x03\x04":
-                return None
+        if read_head(path, 4) == b"PK\x03\x04":
+            return None
         with safe_open(str(path), framework="np") as f:
             meta = f.metadata() or {}
         if meta.get("format") != MODEL_FORMAT:
@@ -135,9 +136,7 @@ def read_dmc_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarr
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
     a file that is not a readable DMC model of this game (a PPO model, an SB3 ``.zip``, a
     corrupt file, other sizes)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no DMC model at {path}")
+    path = model_path(path, "DMC")
     if is_zip(path):
         raise ValueError(
             f"cannot load DMC model {path}: not a readable odin-lab model file (ValueError: it "

@@ -29,7 +29,7 @@ import numpy as np
 from agents.base import argmax_by_row, legal_pairs, refuse_goat
 from agents.batched_linear import FEATURE_ORDER, batch_features
 from agents.hand import VALUE_LINE, VALUE_OF, cover
-from agents.ppo import is_zip, read_parts, write_model
+from agents.model_file import is_zip, model_path, read_parts
 from odin_env.cards import NUM_CARDS, NUM_COLOURS, NUM_VALUES, VALUE_BITS
 from odin_env.combos import COMBO_BITS, COMBO_NUMBER, COMBO_SIZE
 from odin_env.observation import NUM_PLANES, OBS_SIZE, PLANES_SIZE, hand_sizes, players_of, views
@@ -316,23 +316,22 @@ def linear_info(names: list[str], players: int | None, provenance: dict | None =
     }
 
 
-def write_linear(path: str | Path, names: list[str], weights: Any, info: dict) -> Path:
-    """Write a linear model file (``info``: :func:`linear_info`) atomically; return ``path``."""
+def linear_state(names: list[str], weights: Any) -> dict[str, np.ndarray]:
+    """The ``policy/`` tensors of a linear model file weighing ``names`` (checked as
+    :func:`check_weights` does); its ``model`` JSON is :func:`linear_info` of the same names."""
     check_weights(list(names), np.asarray(weights, dtype=np.float32))
-    state = {_TENSOR: np.asarray(weights, dtype=np.float32)}
-    return write_model(path, state, {**info, "architecture": {"features": list(names)}})
+    return {_TENSOR: np.asarray(weights, dtype=np.float32)}
 
 
 def read_linear(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``(info, {"weights": array})`` of a linear model file or checkpoint, checked (names
     known, one finite weight each). Nothing is unpickled. ``FileNotFoundError`` for a missing
     file; ``ValueError`` naming the file and the problem otherwise."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no linear model at {path}")
+    path = model_path(path, "linear")
     if is_zip(path):
-        raise ValueError(f"cannot load linear model {path}: it is a .zip, which loading would "
-                         "unpickle; refused")  # fmt: skip
+        raise ValueError(
+            f"cannot load linear model {path}: it is a .zip, which loading would unpickle; refused"
+        )
     info, state = read_parts(path, "linear")
     algo = info.get("algo", "ppo") if isinstance(info, dict) else None
     if algo != ALGO:
@@ -386,6 +385,6 @@ class LinearAgent:
 
 __all__ = [
     "ALGO", "BUNDLED_LINEAR", "FEATURES", "NAMES", "NUM_FEATURES", "LinearAgent",
-    "check_weights", "features", "linear_info", "python_features", "read_linear", "row_features",
-    "scores", "write_linear",
+    "check_weights", "features", "linear_info", "linear_state", "python_features", "read_linear",
+    "row_features", "scores",
 ]  # fmt: skip

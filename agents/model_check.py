@@ -1,5 +1,5 @@
 """What a PPO model file must hold to be played: checked when it is read, before any weight is
-used (:func:`agents.ppo.read_model`), so that a file of impossible numbers or metadata is one
+used (:func:`agents.model_file.read_model`), so that a file of impossible numbers or metadata is one
 clear error rather than a player that always picks its first legal action."""
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ def check_model(path: Path, info: Any, state: dict[str, np.ndarray]) -> None:
         )
     players = info.get("players")
     if players is not None and (
-        isinstance(players, bool) or not isinstance(players, int)
+        isinstance(players, bool)
+        or not isinstance(players, int)
         or not MIN_PLAYERS <= players <= MAX_PLAYERS
-    ):  # fmt: skip
+    ):
         raise ValueError(
             f"cannot load PPO model {path}: players must be {MIN_PLAYERS}-{MAX_PLAYERS} or null; "
             f"got {players!r}"
@@ -66,9 +67,12 @@ def check_model(path: Path, info: Any, state: dict[str, np.ndarray]) -> None:
     for key in [f"mlp_extractor.policy_net.{i}" for i in hidden] + ["action_net"]:
         weight, bias = state.get(f"{key}.weight"), state.get(f"{key}.bias")
         if (
-            weight is None or bias is None or weight.ndim != 2 or weight.shape[1] != width
+            weight is None
+            or bias is None
+            or weight.ndim != 2
+            or weight.shape[1] != width
             or bias.shape != (weight.shape[0],)
-        ):  # fmt: skip
+        ):
             raise ValueError(
                 f"cannot load PPO model {path}: layer {key} does not take {width} inputs as a "
                 "weight matrix and bias (the actor's layers must chain)"

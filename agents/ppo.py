@@ -2,9 +2,9 @@
 
 :class:`NumpyPolicy` is the actor of a policy trained by :mod:`odin_lab.training` (the network that
 :class:`odin_lab.training.policy.LegalSetPolicy` trains): hidden layers, an output row per action,
-and the shared action features (:data:`ACTION_FEATURES`, folded into the output layer once at load).
-It plays deterministically (the most probable legal action) by default, or samples with a seeded
-generator (Gumbel-max over the legal actions).
+and the shared action features (:data:`agents.features.ACTION_FEATURES`, folded into the output
+layer once at load). It plays deterministically (the most probable legal action) by default, or
+samples with a seeded generator (Gumbel-max over the legal actions).
 
 Residual policies: a policy whose ``prior`` names a hand-written agent adds ``prior_weight`` to
 the logit of the action that agent picks in the same position (from the same observation and
@@ -12,15 +12,11 @@ mask, so the player still sees only what the observation shows).
 
 :class:`PPOAgent` loads a model file (``PPOAgent.load()`` with no path: :data:`BUNDLED_MODEL`);
 :class:`BundledPPO` (``agents.make("ppo")``) plays each table size with the bundled model trained
-for it.
-Model files are safetensors with JSON metadata (docs/model-format.md): loading one never
-unpickles anything and needs no torch. An SB3 ``.zip`` is refused unless imported explicitly
-(:data:`SB3_OPT_IN`).
+for it. Model files are read by :mod:`agents.model_file` (never unpickled, no torch).
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,50 +24,19 @@ from typing import Any
 import numpy as np
 
 from agents.base import legal_pairs, refuse_goat
+from agents.features import ACTION_FEATURES
 from agents.heuristics import HEURISTICS
 from agents.model_check import ACTIVATIONS as _ACTIVATIONS
-from agents.model_check import check_model
-from odin_env.cards import NUM_CARDS, NUM_VALUES
-from odin_env.combos import COMBO_CARDS, COMBO_MASKS, NUM_COMBOS
+from agents.model_file import as_array, is_zip, read_model, read_sb3_zip
 from odin_env.observation import LAYOUT, OBS_SIZE
-from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, NUM_ACTIONS, PASS, TAKE
+from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, NUM_ACTIONS
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"
 BUNDLED_MODEL = BUNDLED_DIR / "ppo_4p.safetensors"
 """The bundled model of ``PPOAgent.load()``, and the one :class:`BundledPPO` plays at a table
 size that has no model of its own."""
-
-
-def _action_features() -> np.ndarray:
-    """``(3634, F)``: what each action does, in terms shared between actions (see the module
-    docstring): cards played, card taken, combo size, kind of action, combo type, values."""
-    size_at = 2 * NUM_CARDS
-    kind_at = size_at + NUM_VALUES
-    table = np.zeros((NUM_ACTIONS, kind_at + 7), dtype=np.float32)
-    table[:NUM_COMBOS, :NUM_CARDS] = COMBO_MASKS
-    for i, cards in enumerate(COMBO_CARDS):
-        values = [c % NUM_VALUES + 1 for c in cards]
-        table[i, size_at + len(cards) - 1] = 1.0
-        table[i, kind_at + 2] = 1.0
-        if len(cards) > 1:
-            table[i, kind_at + (3 if len({c // NUM_VALUES for c in cards}) == 1 else 4)] = 1.0
-        table[i, kind_at + 5] = max(values) / NUM_VALUES
-        table[i, kind_at + 6] = min(values) / NUM_VALUES
-    table[PASS, kind_at] = 1.0
-    for card in range(NUM_CARDS):
-        table[TAKE + card, NUM_CARDS + card] = 1.0
-        table[TAKE + card, kind_at + 1] = 1.0
-    table.flags.writeable = False
-    return table
-
-
 _PLAYERS = LAYOUT["players"][0]
 """The observation's one-hot of the table size (2 .. 6)."""
-
-ACTION_FEATURES = _action_features()
-"""Per action: 54 cards played, 54 card taken, 9 size one-hot, pass, take, play, same colour,
-same value, highest and lowest value / 9."""
-NUM_ACTION_FEATURES = ACTION_FEATURES.shape[1]
 
 
 # -- residual policies over a heuristic's choice ---------------------------------------------------
@@ -150,9 +115,7 @@ class NumpyPolicy:
         """Build from a ``MaskableActorCriticPolicy`` state dict (torch tensors or arrays)."""
 
         def arr(key: str) -> np.ndarray:
-            value = state[key]
-            # torch tensors (a live policy's state dict) or arrays (a loaded model file)
-            return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+            return as_array(state[key])
 
         hidden = sorted(
             {int(k.split(".")[2]) for k in state if k.startswith("mlp_extractor.policy_net.")}
@@ -217,172 +180,6 @@ class NumpyPolicy:
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         """The action for one observation and its mask."""
         return int(self.act_batch(observation[None], action_mask[None])[0])
-
-
-# -- model files (see docs/model-format.md) ------------------------------------------------------
-
-MODEL_FORMAT = "odin-lab"
-"""``format`` entry of a model file's safetensors metadata."""
-FORMAT_VERSION = 1
-"""The newest format version this code reads and writes."""
-POLICY = "policy/"
-"""Prefix of the policy's tensors (its torch state-dict names follow)."""
-SB3_OPT_IN = (
-    "train.py --import-sb3-zip PATH --name NAME (or PPOAgent.load(PATH, trust_pickle=True)); "
-    "importing unpickles the file, so only for files you trust"
-)
-
-
-def _zip_refusal(path: Path) -> ValueError:
-    return ValueError(
-        f"refusing to load {path}: it is an SB3 .zip, and reading one unpickles it (runs code "
-        f"stored in it); convert a trusted one once with {SB3_OPT_IN}"
-    )
-
-
-def is_zip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(4) == b"PK\x03\x04" or path.suffix.lower() == ".zip"
-
-
-def read_model(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``(info, policy state)`` of a lab model file or checkpoint: the metadata's ``model``
-    JSON and the policy's tensors by their torch state-dict names, as numpy arrays. Nothing is
-    unpickled: the file is safetensors (a JSON header and raw arrays).
-
-    ``FileNotFoundError`` for a missing file; ``ValueError`` naming the file and the problem for
-    an SB3 ``.zip`` (with the import opt-in), a corrupt or an incompatible one."""
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no PPO model at {path}")
-    if is_zip(path):
-        raise _zip_refusal(path)
-    info, state = read_parts(path, "PPO")
-    check_model(path, info, state)
-    return info, state
-
-
-def read_parts(path: Path, kind: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The ``model`` JSON and the ``policy/`` tensors of a lab model file of any kind (a
-    safetensors file, never unpickled); ``ValueError`` naming ``kind`` and the file for one that
-    is not readable as such (no lab metadata, a version this code does not read, corrupt)."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="np") as f:
-            meta = f.metadata() or {}
-            if meta.get("format") != MODEL_FORMAT:
-                raise ValueError("no odin-lab metadata")
-            version = int(meta.get("version", "0"))
-            if not 1 <= version <= FORMAT_VERSION:
-                raise ValueError(f"format version {version}; this code reads 1 to {FORMAT_VERSION}")
-            info = json.loads(meta["model"])
-            state = {k[len(POLICY) :]: f.get_tensor(k) for k in f.keys() if k.startswith(POLICY)}  # noqa: SIM118
-    except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
-        first = (str(error).splitlines() or [""])[0]
-        raise ValueError(
-            f"cannot load {kind} model {path}: not a readable odin-lab model file "
-            f"({type(error).__name__}: {first})"
-        ) from None
-    return info, state
-
-
-def model_info(
-    net_pi: list[int],
-    net_vf: list[int],
-    activation: str,
-    action_features: bool,
-    prior: str | None,
-    players: int | None,
-    provenance: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The ``model`` JSON of a model file (see docs/model-format.md)."""
-    return {
-        "architecture": {
-            "net_pi": [int(n) for n in net_pi],
-            "net_vf": [int(n) for n in net_vf],
-            "activation": activation,
-            "action_features": bool(action_features),
-            "prior": prior,
-        },
-        "observation_size": OBS_SIZE + (prior is not None),
-        "num_actions": NUM_ACTIONS,
-        "players": players,
-        "provenance": provenance or {},
-    }
-
-
-def model_bytes(
-    state: dict[str, Any],
-    info: dict[str, Any],
-    extra: dict[str, Any] | None = None,
-    metadata: dict[str, str] | None = None,
-) -> bytes:
-    """A model file's bytes: ``state``'s arrays under ``policy/``, ``extra``'s arrays as named,
-    and the metadata (``format``, ``version``, ``model`` = ``info`` as JSON, then
-    ``metadata``)."""
-    from safetensors.numpy import save
-
-    tensors = {POLICY + k: np.require(_array(v), requirements="C") for k, v in state.items()}
-    tensors.update({k: np.require(_array(v), requirements="C") for k, v in (extra or {}).items()})
-    header = {"format": MODEL_FORMAT, "version": str(FORMAT_VERSION), "model": json.dumps(info)}
-    return save(tensors, metadata={**header, **(metadata or {})})
-
-
-def write_model(path: str | Path, state: dict[str, Any], info: dict[str, Any]) -> Path:
-    """Write a lab model file atomically; return its path."""
-    from agents.files import write_atomic
-
-    write_atomic(Path(path), model_bytes(state, info))
-    return Path(path)
-
-
-def _array(value: Any) -> np.ndarray:
-    # torch tensors (a live policy's state dict) or arrays (a loaded model file)
-    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
-
-
-def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``(info, policy state)`` of a MaskablePPO ``.zip``. **Unpickles the file**: this is the
-    explicit import opt-in (:data:`SB3_OPT_IN`), for trusted files only. Needs torch."""
-    import warnings
-
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no PPO model at {path}")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the policy class is not needed, only its weights
-            data, params, _ = load_from_zip_file(path, device="cpu", print_system_info=False)
-    except Exception as error:  # noqa: BLE001 - every failure becomes one clear message
-        raise ValueError(
-            f"cannot import {path}: not a readable MaskablePPO .zip ({type(error).__name__})"
-        ) from None
-    if data is None or not params or "policy" not in params:
-        raise ValueError(f"cannot import {path}: the .zip holds no policy parameters")
-    state = {k: _array(v) for k, v in params["policy"].items()}
-    kwargs = data.get("policy_kwargs") or {}
-    arch = kwargs.get("net_arch") or {}
-    activation = kwargs.get("activation_fn")
-    info = model_info(
-        arch.get("pi", []) if isinstance(arch, dict) else list(arch),
-        arch.get("vf", []) if isinstance(arch, dict) else list(arch),
-        getattr(activation, "__name__", "Tanh" if activation is None else str(activation)),
-        "feature_net.weight" in state,
-        kwargs.get("prior"),
-        None,
-        {"imported_from": path.name, "num_timesteps": data.get("num_timesteps")},
-    )
-    obs_shape = getattr(data.get("observation_space"), "shape", None)
-    if obs_shape != (info["observation_size"],):
-        info["observation_size"] = obs_shape[0] if obs_shape else None
-    if getattr(data.get("action_space"), "n", None) != NUM_ACTIONS:
-        info["num_actions"] = getattr(data.get("action_space"), "n", None)
-    check_model(path, info, state)
-    return info, state
 
 
 class PPOAgent(NumpyPolicy):
@@ -511,8 +308,14 @@ class BundledPPO:
 
 
 __all__ = [
-    "ACTION_FEATURES", "BUNDLED_DIR", "BUNDLED_MODEL", "BundledPPO", "FORMAT_VERSION",
-    "MODEL_FORMAT", "NumpyPolicy", "PPOAgent", "PRIOR_AT", "PRIOR_WEIGHT", "SB3_OPT_IN",
-    "bundled_models", "check_prior", "model_bytes", "model_info", "prior_actions", "read_model",
-    "read_sb3_zip", "write_model",
-]  # fmt: skip
+    "BUNDLED_DIR",
+    "BUNDLED_MODEL",
+    "BundledPPO",
+    "NumpyPolicy",
+    "PPOAgent",
+    "PRIOR_AT",
+    "PRIOR_WEIGHT",
+    "bundled_models",
+    "check_prior",
+    "prior_actions",
+]

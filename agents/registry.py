@@ -7,25 +7,7 @@ network, every table size: :data:`agents.dmc.BUNDLED_DMC`) or ``dmc:PATH`` (a de
 model file, :class:`agents.dmc.DMCAgent`; ``ppo:PATH`` plays one too when its header names
 ``dmc``); ``linear`` (the bundled linear feature player, :data:`agents.linear.BUNDLED_LINEAR`)
 or ``linear:PATH`` (such a player's file, :class:`agents.linear.LinearAgent`; ``ppo:PATH`` plays
-one too); ``search``
-(:class:`agents.search.SearchAgent`), ``search:N`` (``N`` playouts per decision) or
-``search:Nms`` (``N`` milliseconds per decision), at most :data:`SEARCH_MAX_ROLLOUTS` playouts
-or :data:`SEARCH_MAX_MS` ms; ``:model`` after any of them (``search:model``, ``search:N:model``,
-``search:Nms:model``) weights the sampled layouts by the other seats' observed passes
-(:mod:`agents.table_model`); ``:post`` keeps the layouts that agree with every play and pass
-of the hand so far, replayed from its start under the playout policy (:mod:`agents.posterior`);
-``:net``
-(``search:net``, ``search:N:net``, ``search:N:model:net``)
-searches only the :data:`agents.search.TOP` candidates the bundled ``dmc`` network values most;
-``:netplay`` has that network play every seat of every playout instead of ``planner`` (the table
-modelled as the network), ``:netself`` only the searcher's own seat, ``:netleaf`` cuts the
-playouts at the searcher's next decision and takes the network's value there (one network does
-all it is asked; ``:one`` makes it the one-pass :data:`agents.dmc.BUNDLED_DMC_ONE` instead of
-the bundle's sixteen passes); ``:race`` makes the budget a cap, the candidates leaving as soon as
-they are clearly behind (:meth:`agents.search.SearchAgent._race`); ``:penalty`` ranks the
-candidates by their mean penalty for the hand instead of their mean win chance; ``:deep``
-searches the searcher's next decision too, under its own information
-(:class:`agents.deep.DeepSearch`).
+one too); ``search`` (:class:`agents.search.SearchAgent`) in the forms of :data:`SEARCH_SPECS`.
 Batched forms (one call for a whole batch of games, :mod:`agents.batch`) exist for every agent
 but ``search``; :func:`has_batch_form` says which.
 
@@ -44,15 +26,15 @@ from typing import Any
 from agents import outside
 from agents.base import Agent, RandomAgent
 from agents.batch import BatchAgent, BatchRandomAgent
-from agents.deep import DeepSearch
 from agents.dmc import ALGO as DMC
-from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent, model_algo, read_dmc_model
+from agents.dmc import BUNDLED_DMC, DMCAgent, model_algo, read_dmc_model
 from agents.heuristics import HEURISTICS
 from agents.linear import ALGO as LINEAR
 from agents.linear import BUNDLED_LINEAR, LinearAgent, read_linear
+from agents.model_file import read_model
 from agents.outside import FORMS, absolute_spec
-from agents.ppo import BundledPPO, PPOAgent, read_model
-from agents.search import TOP, SearchAgent
+from agents.ppo import BundledPPO, PPOAgent
+from agents.search import PRIOR, ROLLOUTS, TOP, SearchAgent
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
 
@@ -60,6 +42,30 @@ SEARCH_MAX_ROLLOUTS = 100_000
 """Most playouts per decision ``search:N`` takes (about a minute a decision on one core)."""
 SEARCH_MAX_MS = 60_000
 """Most milliseconds per decision ``search:Nms`` takes (a minute)."""
+SEARCH_SPECS = {
+    "search": f"{ROLLOUTS} playouts per decision, shared among the {TOP} candidates that the "
+    "one-pass network dmc_one values most; in a Goat game, among all",
+    "search:N": f"N playouts per decision, 1-{SEARCH_MAX_ROLLOUTS:,}",
+    "search:Nms": f"N milliseconds per decision, 1-{SEARCH_MAX_MS:,}",
+    "search:race, search:N:race, search:Nms:race": "the budget a cap: a candidate leaves the "
+    "search once it is clearly behind",
+}
+"""The one description of the ``search`` specs, form by form: the CLIs' help, the refusals and
+the table of docs/agents.md (:func:`search_table`) are made from it."""
+RETIRED_SEARCH_OPTIONS = (
+    "model",
+    "post",
+    "net",
+    "netplay",
+    "netself",
+    "netleaf",
+    "one",
+    "penalty",
+    "deep",
+)
+"""Options of ``search`` that did not pay, refused in one line that names :data:`FINDINGS` and
+the commit :data:`RETIRED_AT` where its commands still run."""
+FINDINGS, RETIRED_AT = "docs/findings/search.md", "282f95f"
 MODEL_KINDS = ("ppo", DMC, LINEAR)
 """Spec kinds whose rest is a model file's path (``KIND:PATH``, read as data)."""
 
@@ -80,17 +86,21 @@ GOAT_AGENTS = ("random", *HEURISTICS, "search")
 """The lab's agents that play a game with the Goat (RULES G1-G5); the others refuse one."""
 
 
-def check_plays(spec: str, config: Config) -> None:
+def check_plays(spec: str, config: Config, agent: Any = None) -> None:
     """``ValueError`` (one line, naming the setting) when agent ``spec`` does not play games of
-    ``config``: for a Goat game, the agent is built and asked for the first decision of a seeded
-    one (an agent that does not play the Goat refuses it there)."""
+    ``config``: for a Goat game, the agent (``agent``, else one built here) is asked for the
+    first decision of a seeded one (an agent that does not play the Goat refuses it there)."""
     if not config.goat:
         return
-    agent = make(spec)
+    agent = make(spec) if agent is None else agent
     game = Game(config, seed=0)
     game.play_forced()
+    observation, mask = observe(game, game.current), game.legal_mask()
     try:
-        agent.act(observe(game, game.current), game.legal_mask())
+        if callable(getattr(agent, "act", None)):
+            agent.act(observation, mask)
+        else:  # a batched form alone
+            agent.act_batch(observation[None], mask[None])
     except ValueError as e:
         raise ValueError(f"agent {spec!r}: {e}") from None
 
@@ -109,16 +119,7 @@ def spec_help() -> str:
         f"alone, every table size) or {DMC}:PATH (a deep Monte Carlo model file, also data), "
         f"{LINEAR} (the bundled linear feature player, a held-out opponent) or {LINEAR}:PATH "
         "(such a player's file, data), "
-        "search, search:N "
-        f"(1-{SEARCH_MAX_ROLLOUTS:,} playouts a decision) or search:Nms "
-        f"(1-{SEARCH_MAX_MS:,} ms), each optionally with any of :model (layouts weighted by the "
-        f"other seats' observed passes), :post (layouts that agree with the whole hand so far, "
-        f"replayed under the playout policy), :net (only the {TOP} "
-        f"candidates the bundled {DMC} network values most are searched), :netplay (that "
-        "network plays every seat of the playouts), :netself (it plays the searcher's own "
-        "seat), :netleaf (the playouts stop at the searcher's next decision, valued there by "
-        "that network), :one (with any of those: the one-pass network dmc_one instead of the "
-        "bundle), :race, :penalty, :deep (its own next decision searched too); or your own agent, "
+        f"{search_forms()}; or your own agent, "
         f"{FORMS}, "
         "or a name an installed package "
         "adds (entry points odin_lab.agents): such a spec imports and runs your code, by your "
@@ -141,7 +142,7 @@ def check_spec(spec: str) -> None:
     if name in ("ppo", DMC, LINEAR) or (name in agent_names() and not path):
         return
     if name == "search":
-        _search_budget(path)
+        _search_keywords(path)
         return
     if name in agent_names() or (not path and name not in outside_names()):
         raise ValueError(
@@ -153,73 +154,68 @@ def check_spec(spec: str) -> None:
     outside.find(spec)
 
 
-SEARCH_OPTIONS = (
-    "model", "post", "net", "netplay", "netself", "netleaf", "one", "race", "penalty",
-    "deep",
-)  # fmt: skip
-"""What may follow ``search:`` or its budget, each once: ``model`` (layouts weighted by the other
-seats' observed passes), ``post`` (layouts that agree with the whole hand so far, replayed from
-its start under the playout policy: :mod:`agents.posterior`), ``net``
-(the bundled network
-shortlists the candidates), ``netplay``
-(the bundled network plays every seat of the playouts), ``netself`` (it plays the searcher's
-own seat of the playouts), ``netleaf`` (the playouts stop at the searcher's next decision,
-valued there by the network), ``one`` (with any of those four: the one-pass network
-:data:`agents.dmc.BUNDLED_DMC_ONE` does it instead of the bundle), ``race`` (the budget is a
-cap: candidates leave as soon as they are clearly behind,
-:meth:`agents.search.SearchAgent._race`), ``penalty`` (candidates ranked by their mean
-penalty for the hand, not their mean win chance) and ``deep`` (the searcher's next decision
-searched too, under its own information: :mod:`agents.deep`; not with ``netleaf``)."""
+def names_outside_code(spec: object) -> bool:
+    """Whether ``spec`` names outside code (:mod:`agents.outside`: ``module:Name``,
+    ``path/to/file.py:Name``, an installed package's name), told from its text alone: nothing is
+    imported or read. The lab's own specs, model files among them, and specs :func:`check_spec`
+    refuses by their name are not. Readers of specs from files refuse these unless the command
+    line names them, so that a copied file runs no code."""
+    if not isinstance(spec, str):
+        return False
+    name, colon, _ = spec.partition(":")
+    if name in (*MODEL_KINDS, "search") or name in agent_names():
+        return False
+    return bool(colon) or name in outside_names()
 
 
-_NETWORK_ROLES = {"net": "prior", "netplay": "policy", "netself": "own", "netleaf": "leaf"}
-"""The search options that use the bundled network, and the :class:`SearchAgent` argument each
-gives it to."""
+def search_forms() -> str:
+    """The ``search`` specs of :data:`SEARCH_SPECS` in one line: ``FORM (what it does), ...``."""
+    return ", ".join(f"{form} ({meaning})" for form, meaning in SEARCH_SPECS.items())
+
+
+def search_table() -> str:
+    """The ``search`` specs of :data:`SEARCH_SPECS` as the Markdown table of docs/agents.md."""
+    rows = ["| spec | what it does |", "|---|---|"]
+    for form, meaning in SEARCH_SPECS.items():
+        rows.append(f"| {', '.join(f'`{f}`' for f in form.split(', '))} | {meaning} |")
+    return "\n".join(rows)
 
 
 def search_network(spec: str) -> Path | None:
-    """The bundled network file a ``search`` spec's network options (:data:`_NETWORK_ROLES`)
-    load, :data:`agents.dmc.BUNDLED_DMC` or with ``:one`` :data:`agents.dmc.BUNDLED_DMC_ONE`,
-    so that its results depend on that file; ``None`` for a spec that loads none."""
-    name, _, path = spec.partition(":")
-    parts = path.split(":")
-    if name != "search" or not any(part in _NETWORK_ROLES for part in parts):
-        return None
-    return BUNDLED_DMC_ONE if "one" in parts else BUNDLED_DMC
+    """The network file a spec's search shortlists with (:data:`agents.search.PRIOR`), so that
+    its results depend on that file; ``None`` for a spec that is not a search."""
+    return PRIOR if spec.partition(":")[0] == "search" else None
 
 
-def _search_budget(text: str) -> dict[str, int | bool]:
-    """The keywords of what follows ``search:``: a budget (``"300"``: rollouts, ``"50ms"``: ms)
-    and then any of :data:`SEARCH_OPTIONS`, each once (``"300:model:net"``; an option alone keeps
-    the default budget); ``ValueError`` (naming what is allowed) for anything else."""
-    parts = text.split(":")
+def _search_keywords(text: str) -> dict[str, int | bool]:
+    """The :class:`SearchAgent` keywords of what follows ``search:`` (:data:`SEARCH_SPECS`): a
+    budget (``"300"``: rollouts, ``"50ms"``: ms), then ``race`` or nothing (``"race"`` alone
+    keeps the default budget); ``ValueError`` (one line) for anything else, naming where a
+    retired option's figures are (:data:`RETIRED_SEARCH_OPTIONS`)."""
+    spec, parts = f"search:{text}", text.split(":")
+    retired = [option for option in dict.fromkeys(parts) if option in RETIRED_SEARCH_OPTIONS]
+    if retired:
+        named = " and ".join(f":{option}" for option in retired)
+        verb = "is" if len(retired) == 1 else "are"
+        why = ""
+        if {"net", "one"} & set(retired):
+            why = ": the default search now shortlists with the one-pass network dmc_one"
+        raise ValueError(
+            f"agent spec {spec!r}: {named} {verb} retired{why} (what was measured: "
+            f"{FINDINGS}; its commands run at commit {RETIRED_AT})"
+        )
     keywords: dict[str, int | bool] = {}
-    if parts[0] not in SEARCH_OPTIONS:
+    if parts[0] != "race":
         budget = parts.pop(0)
         number, ms = (budget[:-2], True) if budget.endswith("ms") else (budget, False)
         if number.isdigit() and 1 <= int(number) <= (SEARCH_MAX_MS if ms else SEARCH_MAX_ROLLOUTS):
             keywords["ms" if ms else "rollouts"] = int(number)
         else:
             parts = [budget]  # refused below
-    for option in parts:
-        if option not in SEARCH_OPTIONS or option in keywords:
-            raise ValueError(
-                f"bad search spec {'search:' + text!r}: allowed are search:N (N playouts per "
-                f"decision, 1-{SEARCH_MAX_ROLLOUTS:,}) or search:Nms (N milliseconds per "
-                f"decision, 1-{SEARCH_MAX_MS:,}), each optionally followed by "
-                f"{' and/or '.join(':' + o for o in SEARCH_OPTIONS)} (each once), or those alone"
-            )
-        keywords[option] = True
-    if "deep" in keywords and "netleaf" in keywords:
-        raise ValueError(
-            f"bad search spec {'search:' + text!r}: :deep searches the next decision, which "
-            ":netleaf cuts; give one of them"
-        )
-    if "one" in keywords and not any(option in keywords for option in _NETWORK_ROLES):
-        raise ValueError(
-            f"bad search spec {'search:' + text!r}: :one picks the network of "
-            f"{', '.join(':' + o for o in _NETWORK_ROLES)}; add one of them"
-        )
+    if parts not in ([], ["race"]):
+        raise ValueError(f"bad search spec {spec!r}: allowed are {search_forms()}")
+    if parts:
+        keywords["race"] = True
     return keywords
 
 
@@ -237,15 +233,7 @@ def make(spec: str, seed: int | None = None) -> Agent:
     if name == "ppo":
         return PPOAgent.load(path, seed=seed) if path else BundledPPO(seed)
     if name == "search":
-        keywords = _search_budget(path) if path else {}
-        # The options that want the bundled network, by the SearchAgent argument it fills.
-        roles = {role: keywords.pop(option, False) for option, role in _NETWORK_ROLES.items()}
-        one = keywords.pop("one", False)
-        if any(roles.values()):
-            # One network does all it is asked.
-            network = DMCAgent.load(BUNDLED_DMC_ONE if one else BUNDLED_DMC)
-            keywords.update({role: network for role, wanted in roles.items() if wanted})
-        return (DeepSearch if keywords.pop("deep", False) else SearchAgent)(seed, **keywords)
+        return SearchAgent(seed, **(_search_keywords(path) if path else {}))
     if name in HEURISTICS and not path:
         return HEURISTICS[name](seed=seed)
     return outside.build(spec, seed)
@@ -283,7 +271,7 @@ def make_batch_agent(spec: str, seed: int | None = None) -> BatchAgent:
 def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(info, network state)`` of a lab model file or checkpoint of any kind, read by the reader
     of the kind its header names (:func:`agents.dmc.read_dmc_model` for ``dmc``, else
-    :func:`agents.ppo.read_model`); errors as those readers raise them."""
+    :func:`agents.model_file.read_model`); errors as those readers raise them."""
     readers = {DMC: read_dmc_model, LINEAR: read_linear}
     return readers.get(model_algo(path), read_model)(path)
 
@@ -293,6 +281,7 @@ __all__ = [
     "MODEL_KINDS",
     "SEARCH_MAX_MS",
     "SEARCH_MAX_ROLLOUTS",
+    "SEARCH_SPECS",
     "absolute_spec",
     "agent_names",
     "batch_form_names",
@@ -301,8 +290,11 @@ __all__ = [
     "has_batch_form",
     "make",
     "make_batch_agent",
+    "names_outside_code",
     "outside_names",
     "read_model_file",
+    "search_forms",
     "search_network",
+    "search_table",
     "spec_help",
 ]

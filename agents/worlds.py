@@ -1,6 +1,6 @@
 """The worlds a search plays in: the position an observer sees, read from its observation alone
 (:func:`position`), and layouts of the cards it has not seen that agree with everything public
-(:func:`sample_hands`). Moved out of :mod:`agents.search`, which samples and plays them."""
+(:func:`sample_hands`), for :mod:`agents.search`, which samples and plays them."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
     passes = int(round(float(v["passes"][0]) * (n - 1)))
     following = bool(table) and not seen.take
     game = Game.from_position(
-        config, hands, 0,
+        config,
+        hands,
+        0,
         table=cards_of(table) if table else None,
         owner=seen.owner if following else None,
         take_from=cards_of(seen.take) if seen.take else None,
@@ -52,7 +54,7 @@ def position(observation: np.ndarray, action_mask: np.ndarray | None) -> tuple:
         discard=cards_of(seen.discard),
         known=[cards_of(k) for k in seen.known],
         totals=totals,
-    )  # fmt: skip
+    )
     return game, config, np.array(unseen, dtype=np.int64), needs
 
 

@@ -129,10 +129,15 @@ def main() -> None:
             ("leduc_holdem_v4.env() AEC", "agent-steps/s", leduc),
         ]
         rates = [
-            {"what": what, "unit": unit, "median": statistics.median(v), "min": min(v),
-             "max": max(v)}
+            {
+                "what": what,
+                "unit": unit,
+                "median": statistics.median(v),
+                "min": min(v),
+                "max": max(v),
+            }
             for what, unit, v in measured
-        ]  # fmt: skip
+        ]
         settings = {"players": 4, "rounds": args.rounds, "seconds": slot, "clock": args.clock}
         ratio = statistics.median(ratios)
         _write_json(args.json, {"settings": settings, "rates": rates, "median_ratio": ratio})

@@ -36,9 +36,15 @@ def games_per_second(
     tasks on the cluster ``ray``)."""
     start = time.perf_counter()
     records = play_tournament(
-        [spec] * 4, CONFIG, games // 4, seed, workers=workers, progress=False, engine=engine,
+        [spec] * 4,
+        CONFIG,
+        games // 4,
+        seed,
+        workers=workers,
+        progress=False,
+        engine=engine,
         ray=ray,
-    )  # fmt: skip
+    )
     return len(records) / (time.perf_counter() - start)
 
 
@@ -54,13 +60,16 @@ def main() -> None:
     rows = []  # the figures, for --json
 
     def row(agents: str, engine: str, games: int, rate: float, note: str = "") -> None:
-        rows.append({"agents": agents, "engine": engine, "games": games, "games_per_s": rate,
-                     "note": note})  # fmt: skip
+        rows.append(
+            {"agents": agents, "engine": engine, "games": games, "games_per_s": rate, "note": note}
+        )
 
     one = games_per_second("greedy", args.games, args.seed)
     two = games_per_second("greedy", args.games, args.seed, workers=2)
-    print(f"greedy x4, {args.games} games: 1 worker {one:.1f} games/s, "
-          f"2 workers {two:.1f} games/s (x{two / one:.2f})")  # fmt: skip
+    print(
+        f"greedy x4, {args.games} games: 1 worker {one:.1f} games/s, "
+        f"2 workers {two:.1f} games/s (x{two / one:.2f})"
+    )
     row("greedy x4", "single, 1 worker", args.games, one)
     row("greedy x4", "single, 2 workers", args.games, two, "with the workers' start-up")
     if args.ray:
@@ -69,27 +78,35 @@ def main() -> None:
         connect("local", 2)
         games_per_second("greedy", 64, args.seed, ray="local")  # workers up, agents built
         on_ray = games_per_second("greedy", args.games, args.seed, ray="local")
-        print(f"greedy x4, {args.games} games as Ray tasks, 2 CPUs: {on_ray:.1f} games/s "
-              f"(x{on_ray / one:.2f})")  # fmt: skip
+        print(
+            f"greedy x4, {args.games} games as Ray tasks, 2 CPUs: {on_ray:.1f} games/s "
+            f"(x{on_ray / one:.2f})"
+        )
         row("greedy x4", "single, Ray tasks on 2 CPUs", args.games, on_ray)
     games_per_second("random", 4, args.seed, engine="batched")  # loads the kernels
     greedy = games_per_second("greedy", args.batched_games, args.seed, engine="batched")
-    print(f"greedy x4, batched engine {greedy:.1f} games/s ({args.batched_games} games) "
-          f"(x{greedy / one:.1f} the single engine)")  # fmt: skip
+    print(
+        f"greedy x4, batched engine {greedy:.1f} games/s ({args.batched_games} games) "
+        f"(x{greedy / one:.1f} the single engine)"
+    )
     row("greedy x4", "batched", args.batched_games, greedy)
     single = games_per_second("random", args.games, args.seed)
     batched = games_per_second("random", args.batched_games, args.seed, engine="batched")
-    print(f"random x4: single engine {single:.1f} games/s ({args.games} games), "
-          f"batched engine {batched:.1f} games/s ({args.batched_games} games) "
-          f"(x{batched / single:.1f})")  # fmt: skip
+    print(
+        f"random x4: single engine {single:.1f} games/s ({args.games} games), "
+        f"batched engine {batched:.1f} games/s ({args.batched_games} games) "
+        f"(x{batched / single:.1f})"
+    )
     row("random x4", "single", args.games, single)
     row("random x4", "batched", args.batched_games, batched)
     slow = games_per_second("planner", args.planner_games, args.seed)
     games_per_second("planner", 4, args.seed, engine="batched")  # compiles the kernel
     fast = games_per_second("planner", 10 * args.planner_games, args.seed, engine="batched")
-    print(f"planner x4: single engine {slow:.1f} games/s ({args.planner_games} games), "
-          f"batched engine {fast:.1f} games/s ({10 * args.planner_games} games) "
-          f"(x{fast / slow:.1f})")  # fmt: skip
+    print(
+        f"planner x4: single engine {slow:.1f} games/s ({args.planner_games} games), "
+        f"batched engine {fast:.1f} games/s ({10 * args.planner_games} games) "
+        f"(x{fast / slow:.1f})"
+    )
     row("planner x4", "single", args.planner_games, slow)
     row("planner x4", "batched", 10 * args.planner_games, fast)
     if args.json:

@@ -167,8 +167,9 @@ def main() -> None:
         for n in args.actors:
             rate, share = steps_per_s(config, args.updates, n)
             print(f"ray, {n:2d} actors  : {rate:7,.0f} learner steps/s ({share:.0%} collecting)")
-            settings.append({"setting": f"ray, {n} actors", "learner_steps_per_s": rate,
-                             "collecting": share})  # fmt: skip
+            settings.append(
+                {"setting": f"ray, {n} actors", "learner_steps_per_s": rate, "collecting": share}
+            )
         cost = parts(config)
         print(
             f"one update      : collecting {cost['decisions']} decisions "

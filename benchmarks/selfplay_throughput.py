@@ -51,11 +51,16 @@ def single_seat(config, opponent: str, n_envs: int, rollouts: int) -> float:
     )
     try:
         model = MaskablePPO(
-            LegalSetPolicy, venv, n_steps=ppo.n_steps * ppo.n_envs // n_envs,
-            batch_size=ppo.batch_size, n_epochs=ppo.n_epochs, learning_rate=ppo.learning_rate,
-            policy_kwargs={"net_arch": {"pi": ppo.net_pi, "vf": ppo.net_vf}}, device="cpu",
+            LegalSetPolicy,
+            venv,
+            n_steps=ppo.n_steps * ppo.n_envs // n_envs,
+            batch_size=ppo.batch_size,
+            n_epochs=ppo.n_epochs,
+            learning_rate=ppo.learning_rate,
+            policy_kwargs={"net_arch": {"pi": ppo.net_pi, "vf": ppo.net_vf}},
+            device="cpu",
             seed=config.seed,
-        )  # fmt: skip
+        )
         size = ppo.n_steps * ppo.n_envs
         model.learn(size, reset_num_timesteps=False)
         start, steps = time.perf_counter(), model.num_timesteps

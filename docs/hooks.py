@@ -2,9 +2,9 @@
 
 A page asks for a generated part with a marker on a line of its own:
 
-- ``<!-- benchmark: NAME -->``: the figures of ``benchmarks/results/NAME.json`` (written by a
-  script of ``benchmarks/``), as tables, with the command that made them. Without the file, a
-  note saying how to make it.
+- ``<!-- benchmark: NAME -->``: the figures of ``NAME.json`` in ``benchmarks/results/`` (a
+  speed benchmark's) or ``research/results/`` (a study's), as tables, with the command that made
+  them; any page may show either. Without the file, a note saying how to make it.
 - ``<!-- models -->``: the bundled models, from their model cards ``agents/models/*.json``.
 - ``<!-- api: PACKAGE -->``: one mkdocstrings block (``::: module``) per public module of the
   package, found in its folder at build time (no import).
@@ -25,7 +25,8 @@ from typing import Any
 import griffe
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = (ROOT / "benchmarks" / "results", ROOT / "research" / "results")
+"""Where a marker's JSON is looked for (a name is in one of them; tests/test_docs.py checks)."""
 MODELS = ROOT / "agents" / "models"
 FRACTIONS = re.compile(r"win|share|ci_|collecting")
 """Keys whose values are fractions of 1, shown as percentages."""
@@ -50,13 +51,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def benchmark_markdown(name: str) -> str:
-    """The figures of ``benchmarks/results/NAME.json``: the command, scalars, then each list of
+    """The figures of ``NAME.json`` of :data:`RESULTS`: the command, scalars, then each list of
     rows as its own table."""
-    path = RESULTS / f"{name}.json"
-    if not path.is_file():
+    path = next((p for p in (folder / f"{name}.json" for folder in RESULTS) if p.is_file()), None)
+    if path is None:
         return (
-            f"*No figures committed yet:* the command above writes `benchmarks/results/{name}.json`"
-            f", and `make docs` then shows them here."
+            f"*No figures committed yet:* the command above writes `{name}.json`, and `make docs`"
+            " then shows them here."
         )
     data = json.loads(path.read_text())
     parts = []
@@ -187,8 +188,14 @@ def _evaluation(evaluation: dict) -> str:
     for what, entry in evaluation.items():
         if isinstance(entry, dict) and "win_rate" in entry:
             total = entry.get("mean_total", "")
-            rows.append([what.replace("_", " "), f"{entry['games']:,}",
-                         _rate(entry["win_rate"], entry.get("ci95")), str(total)])  # fmt: skip
+            rows.append(
+                [
+                    what.replace("_", " "),
+                    f"{entry['games']:,}",
+                    _rate(entry["win_rate"], entry.get("ci95")),
+                    str(total),
+                ]
+            )
     parity = evaluation.get("parity")
     text = f"**Evaluated** by `{evaluation.get('command', '')}`"
     if parity is not None:

@@ -31,9 +31,14 @@ def main() -> None:
     steps = 256 if args.smoke else 30_000
     env = make_vec_env(lambda: gym.make(odin_env.GYM_ID, config=config), n_envs=2, seed=args.seed)
     model = MaskablePPO(
-        "MlpPolicy", env, n_steps=128 if args.smoke else 1024, batch_size=256, seed=args.seed,
-        learning_rate=1e-3, verbose=0,
-    )  # fmt: skip
+        "MlpPolicy",
+        env,
+        n_steps=128 if args.smoke else 1024,
+        batch_size=256,
+        seed=args.seed,
+        learning_rate=1e-3,
+        verbose=0,
+    )
     model.learn(total_timesteps=steps)
     if args.save is not None:
         args.save.parent.mkdir(parents=True, exist_ok=True)

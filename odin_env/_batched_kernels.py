@@ -236,8 +236,21 @@ def _decide(i, st, cur, hands, legal, tables):
 
 
 @njit(cache=True, inline="always")
-def _end_hand(i, emptied, cfg, st, hands, totals, rewards, done, hand_end, penalties,
-              final_totals, winners, final_hands):  # fmt: skip
+def _end_hand(
+    i,
+    emptied,
+    cfg,
+    st,
+    hands,
+    totals,
+    rewards,
+    done,
+    hand_end,
+    penalties,
+    final_totals,
+    winners,
+    final_hands,
+):
     """``Game._end_hand``: score the hand, then mark the game as waiting for a deal."""
     n = cfg[C_PLAYERS]
     high = 0
@@ -281,8 +294,25 @@ def _end_hand(i, emptied, cfg, st, hands, totals, rewards, done, hand_end, penal
 
 
 @njit(cache=True, inline="always")
-def _apply(i, action, cfg, st, cur, hands, known, totals, legal, rewards, done, hand_end,
-           penalties, final_totals, winners, final_hands, tables):  # fmt: skip
+def _apply(
+    i,
+    action,
+    cfg,
+    st,
+    cur,
+    hands,
+    known,
+    totals,
+    legal,
+    rewards,
+    done,
+    hand_end,
+    penalties,
+    final_totals,
+    winners,
+    final_hands,
+    tables,
+):
     """``Game.apply`` for a legal ``action`` of game ``i``."""
     bits = tables[0]
     n = cfg[C_PLAYERS]
@@ -317,8 +347,21 @@ def _apply(i, action, cfg, st, cur, hands, known, totals, legal, rewards, done, 
         if hand == 0:  # R10 exception, R13
             if beaten >= 0:
                 st[i, DISCARD] |= bits[beaten]
-            _end_hand(i, seat, cfg, st, hands, totals, rewards, done, hand_end, penalties,
-                      final_totals, winners, final_hands)  # fmt: skip
+            _end_hand(
+                i,
+                seat,
+                cfg,
+                st,
+                hands,
+                totals,
+                rewards,
+                done,
+                hand_end,
+                penalties,
+                final_totals,
+                winners,
+                final_hands,
+            )
             return
         if beaten < 0:
             st[i, PHASE] = FOLLOW

@@ -170,17 +170,55 @@ def find_illegal(actions, st, legal):
 
 
 @njit(cache=True, inline="always")
-def _step_one(i, action, cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64, shown,
-              rewards, done, hand_end, penalties, final_totals, winners, final_hands,
-              tables):  # fmt: skip
+def _step_one(
+    i,
+    action,
+    cfg,
+    off,
+    st,
+    cur,
+    hands,
+    known,
+    totals,
+    legal,
+    mask,
+    obs,
+    obs64,
+    shown,
+    rewards,
+    done,
+    hand_end,
+    penalties,
+    final_totals,
+    winners,
+    final_hands,
+    tables,
+):
     """Game ``i``'s step: its (already checked) action then, with auto_forced, the one-option
     decisions after it; shows the next decision, or returns True when a deal is due first.
     ``_clear_outs`` has cleared the per-step outputs."""
     for k in range(st[i, NLEGAL]):
         mask[i, legal[i, k]] = 0
     while True:
-        _apply(i, action, cfg, st, cur, hands, known, totals, legal, rewards, done, hand_end,
-               penalties, final_totals, winners, final_hands, tables)  # fmt: skip
+        _apply(
+            i,
+            action,
+            cfg,
+            st,
+            cur,
+            hands,
+            known,
+            totals,
+            legal,
+            rewards,
+            done,
+            hand_end,
+            penalties,
+            final_totals,
+            winners,
+            final_hands,
+            tables,
+        )
         if cfg[C_AUTO_FORCED] == 0 or st[i, DEAL] != 0 or st[i, NLEGAL] != 1:
             break
         action = legal[i, 0]
@@ -201,9 +239,29 @@ def _clear_outs(rewards, done, hand_end):
 
 
 @njit(cache=True)
-def step_games(actions, cfg, off, st, cur, hands, known, totals, legal, mask, obs, shown,
-               rewards, done, hand_end, penalties, final_totals, winners, final_hands, waiting,
-               tables):  # fmt: skip
+def step_games(
+    actions,
+    cfg,
+    off,
+    st,
+    cur,
+    hands,
+    known,
+    totals,
+    legal,
+    mask,
+    obs,
+    shown,
+    rewards,
+    done,
+    hand_end,
+    penalties,
+    final_totals,
+    winners,
+    final_hands,
+    waiting,
+    tables,
+):
     """Step every game (``_step_one``) but those already waiting for a deal (held: they are
     left as they are); returns how many now wait for a deal (listed first in ``waiting``)."""
     obs64 = _pairs(obs)
@@ -212,18 +270,59 @@ def step_games(actions, cfg, off, st, cur, hands, known, totals, legal, mask, ob
     for i in range(actions.shape[0]):
         if st[i, DEAL] != 0:
             continue
-        if _step_one(i, actions[i], cfg, off, st, cur, hands, known, totals, legal, mask, obs,
-                     obs64, shown, rewards, done, hand_end, penalties, final_totals, winners,
-                     final_hands, tables):  # fmt: skip
+        if _step_one(
+            i,
+            actions[i],
+            cfg,
+            off,
+            st,
+            cur,
+            hands,
+            known,
+            totals,
+            legal,
+            mask,
+            obs,
+            obs64,
+            shown,
+            rewards,
+            done,
+            hand_end,
+            penalties,
+            final_totals,
+            winners,
+            final_hands,
+            tables,
+        ):
             waiting[count] = i
             count += 1
     return count
 
 
 @njit(cache=True, parallel=True)
-def step_games_parallel(actions, cfg, off, st, cur, hands, known, totals, legal, mask, obs,
-                        shown, rewards, done, hand_end, penalties, final_totals, winners,
-                        final_hands, waiting, tables):  # fmt: skip
+def step_games_parallel(
+    actions,
+    cfg,
+    off,
+    st,
+    cur,
+    hands,
+    known,
+    totals,
+    legal,
+    mask,
+    obs,
+    shown,
+    rewards,
+    done,
+    hand_end,
+    penalties,
+    final_totals,
+    winners,
+    final_hands,
+    waiting,
+    tables,
+):
     """``step_games`` with the games shared among numba's threads (games are independent).
 
     The outputs are separate arguments rather than one tuple of arrays: with a tuple, numba
@@ -234,9 +333,30 @@ def step_games_parallel(actions, cfg, off, st, cur, hands, known, totals, legal,
     for i in prange(actions.shape[0]):
         if st[i, DEAL] != 0:
             continue
-        _step_one(i, actions[i], cfg, off, st, cur, hands, known, totals, legal, mask, obs, obs64,
-                  shown, rewards, done, hand_end, penalties, final_totals, winners, final_hands,
-                  tables)  # fmt: skip
+        _step_one(
+            i,
+            actions[i],
+            cfg,
+            off,
+            st,
+            cur,
+            hands,
+            known,
+            totals,
+            legal,
+            mask,
+            obs,
+            obs64,
+            shown,
+            rewards,
+            done,
+            hand_end,
+            penalties,
+            final_totals,
+            winners,
+            final_hands,
+            tables,
+        )
     count = 0
     for i in range(actions.shape[0]):
         if st[i, DEAL] != 0:
@@ -246,8 +366,9 @@ def step_games_parallel(actions, cfg, off, st, cur, hands, known, totals, legal,
 
 
 @njit(cache=True)
-def deal_games(slots, orders, leaders, cfg, off, st, cur, hands, known, totals, legal, mask,
-               obs, shown, tables):  # fmt: skip
+def deal_games(
+    slots, orders, leaders, cfg, off, st, cur, hands, known, totals, legal, mask, obs, shown, tables
+):
     """``Game._deal`` for each waiting game ``slots[k]`` with the shuffle ``orders[k]`` and,
     when drawn, the leader ``leaders[k]``.
 

@@ -84,6 +84,7 @@ from odin_env.rules import (
     Config,
     Game,
 )
+from odin_env.seeding import check_batch, check_seeds, game_seeds
 from odin_env.spec import ACTION_RANGES
 
 MAX_LEGAL = 256
@@ -127,53 +128,13 @@ def announce_compilation() -> bool:
     return True
 
 
-def game_seeds(seed: int | None, batch: int) -> list[int]:
-    """The seed of each game of a batch of ``batch`` games made from ``seed``.
-
-    Derived with ``numpy.random.SeedSequence(seed).generate_state(batch, uint64)``: distinct,
-    well-mixed 64-bit seeds, the same for slot ``i`` whatever the batch size.
-    """
-    _check_batch(batch)
-    state = np.random.SeedSequence(seed).generate_state(batch, dtype=np.uint64)
-    return [int(s) for s in state]
-
-
-def _check_seeds(seeds: object, count: int, what: str) -> list[int]:
-    """``seeds`` as a list of ``count`` non-negative ints (the seeds ``rules.Game`` accepts)."""
-    try:
-        values = list(seeds)  # type: ignore[call-overload]
-    except TypeError:
-        raise ValueError(
-            f"{what} must be an int, None or a sequence of ints; got {seeds!r}"
-        ) from None
-    if len(values) != count:
-        raise ValueError(f"{what} must hold one seed per game ({count}); got {len(values)}")
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{what} must hold integers >= 0; got {value!r}")
-    return [int(v) for v in values]
-
-
-def _check_batch(batch: object) -> None:
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
-
-
 _PLANES = ("hand", "table", "take", "discard", "known")
 if any(LAYOUT[name][0].start % 2 for name in _PLANES) or OBS_SIZE % 2:
     # The kernels write planes as pairs of float32; a layout change must keep them aligned.
     raise RuntimeError("observation planes must start at even indices for odin_env.batched")
 
-_OFFSETS = np.array(
-    [
-        LAYOUT[name][0].start
-        for name in (
-            "hand", "table", "take", "discard", "known",
-            "hand_size", "penalty", "table_owner", "phase", "passes",
-        )
-    ],
-    dtype=np.int64,
-)  # fmt: skip
+_SCALARS = ("hand_size", "penalty", "table_owner", "phase", "passes")
+_OFFSETS = np.array([LAYOUT[name][0].start for name in (*_PLANES, *_SCALARS)], dtype=np.int64)
 
 
 def _config_tail(config: Config) -> np.ndarray:
@@ -208,7 +169,7 @@ class BatchedGames:
         parallel: bool = False,
         next_hand: bool = True,
     ):
-        _check_batch(batch)
+        check_batch(batch)
         flags = (("auto_forced", auto_forced), ("parallel", parallel), ("next_hand", next_hand))
         for name, flag in flags:
             if not isinstance(flag, (bool, np.bool_)):
@@ -267,7 +228,7 @@ class BatchedGames:
         ``game_seeds``); a sequence of B ints: game ``i`` is ``rules.Game(config,
         seed=seed[i])``; ``None``: each game's generator carries on (as ``env.reset()``)."""
         if seed is not None and not isinstance(seed, (int, np.integer)):
-            self.game_seeds = _check_seeds(seed, self.batch, "seed")
+            self.game_seeds = check_seeds(seed, self.batch, "seed")
             self._rngs = [np.random.default_rng(s) for s in self.game_seeds]
         elif seed is not None or not self._rngs:
             self.game_seeds = game_seeds(seed, self.batch)
@@ -299,11 +260,22 @@ class BatchedGames:
         if bad >= 0:
             self._refuse(bad, acts[bad])
         waiting = self._step_games(
-            acts, self._cfg, _OFFSETS, self._state, self.seat, self._hands, self._known,
-            self._totals, self._legal, self.mask, self.obs, self._shown, *self._outs,
+            acts,
+            self._cfg,
+            _OFFSETS,
+            self._state,
+            self.seat,
+            self._hands,
+            self._known,
+            self._totals,
+            self._legal,
+            self.mask,
+            self.obs,
+            self._shown,
+            *self._outs,
             self._deal_slots,
             self._tables,
-        )  # fmt: skip
+        )
         if waiting and self.next_hand:
             self._deal(self._deal_slots[:waiting])
         return self._result
@@ -314,7 +286,7 @@ class BatchedGames:
         generator. The other games and this step's outputs (``rewards``, ``done``, ...) are
         left as they are; ``obs``, ``mask`` and ``seat`` show the new decisions."""
         rows = self._slots(slots)
-        values = _check_seeds(seeds, rows.size, "seeds")
+        values = check_seeds(seeds, rows.size, "seeds")
         st = self._state
         for i, value in zip(rows.tolist(), values):
             # A deal writes only the new legal entries of the mask: clear the old ones first.
@@ -393,9 +365,20 @@ class BatchedGames:
         for i in rows.tolist():
             self.game_seeds[i] = -1
         steps.show_games(
-            rows, self._cfg, _OFFSETS, st, self.seat, self._hands, self._known, self._totals,
-            self._legal, self.mask, self.obs, self._shown, self._tables,
-        )  # fmt: skip
+            rows,
+            self._cfg,
+            _OFFSETS,
+            st,
+            self.seat,
+            self._hands,
+            self._known,
+            self._totals,
+            self._legal,
+            self.mask,
+            self.obs,
+            self._shown,
+            self._tables,
+        )
 
     def _slots(self, slots: Sequence[int] | np.ndarray) -> np.ndarray:
         """``slots`` as distinct game indices (an int64 array), else ``ValueError``."""
@@ -426,10 +409,22 @@ class BatchedGames:
                 order[at], order[to] = order[to], GOAT
         count = len(draws)
         steps.deal_games(
-            slots, orders[:count], leaders[:count], self._cfg, _OFFSETS, self._state, self.seat,
-            self._hands, self._known, self._totals, self._legal, self.mask, self.obs, self._shown,
+            slots,
+            orders[:count],
+            leaders[:count],
+            self._cfg,
+            _OFFSETS,
+            self._state,
+            self.seat,
+            self._hands,
+            self._known,
+            self._totals,
+            self._legal,
+            self.mask,
+            self.obs,
+            self._shown,
             self._tables,
-        )  # fmt: skip
+        )
 
     def _refuse(self, game: int, action: int) -> None:
         phase = PHASE_NAMES[self._state[game, k.PHASE]]

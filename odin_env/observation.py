@@ -226,12 +226,15 @@ def observe(game: Game, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     phase = _PHASE_ONE_HOT[game.phase]
     owner = game.owner if game.phase != LEAD else -1
     obs[PLANES_SIZE : PLANES_SIZE + _DYNAMIC_SIZE] = (
-        [hands[s].bit_count() / 9.0 for s in order] + empty
-        + [min(totals[s], cap) / threshold for s in order] + empty
-        + [1.0 if s == owner else 0.0 for s in order] + empty
+        [hands[s].bit_count() / 9.0 for s in order]
+        + empty
+        + [min(totals[s], cap) / threshold for s in order]
+        + empty
+        + [1.0 if s == owner else 0.0 for s in order]
+        + empty
         + phase
         + [game.passes / (n - 1)]
-    )  # fmt: skip
+    )
     obs[PLANES_SIZE + _DYNAMIC_SIZE : OBS_SIZE] = _static_tail(config)
     if config.goat:
         obs[GOAT_FIELD] = _goat_place(sets[: 4 + n])

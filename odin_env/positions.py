@@ -261,9 +261,18 @@ def check_position(
             seen[c] = place
 
     return _Position(
-        hand_bits, current, phase, table_index, owner, take_bits, passes, discard_bits,
-        known_bits, total_list, hand_leader,
-    )  # fmt: skip
+        hand_bits,
+        current,
+        phase,
+        table_index,
+        owner,
+        take_bits,
+        passes,
+        discard_bits,
+        known_bits,
+        total_list,
+        hand_leader,
+    )
 
 
 __all__ = ["check_position"]

@@ -197,9 +197,18 @@ class Game:
         ``0 .. players - 2`` while following and 0 otherwise; ``totals`` are non-negative and,
         with ``episode="game"``, below the threshold (else the game would be over)."""
         p = check_position(
-            config, hands, current, table, owner, take_from, passes, discard, known, totals,
+            config,
+            hands,
+            current,
+            table,
+            owner,
+            take_from,
+            passes,
+            discard,
+            known,
+            totals,
             hand_leader,
-        )  # fmt: skip
+        )
         game = cls.__new__(cls)
         game.config = config
         game.rng = np.random.default_rng(seed)
@@ -390,11 +399,23 @@ class Game:
     def snapshot(self) -> tuple:
         """Everything that defines the state (the generator's state included), for comparisons."""
         return (
-            tuple(self.hands), self.table, self.owner, self.take_from, self.discard,
-            tuple(self.known), self.set_aside, self.phase, self.current, self.passes,
-            tuple(self.legal), tuple(self.totals), tuple(self.history), self.hand_leader,
-            self.winners, repr(self.rng.bit_generator.state),
-        )  # fmt: skip
+            tuple(self.hands),
+            self.table,
+            self.owner,
+            self.take_from,
+            self.discard,
+            tuple(self.known),
+            self.set_aside,
+            self.phase,
+            self.current,
+            self.passes,
+            tuple(self.legal),
+            tuple(self.totals),
+            tuple(self.history),
+            self.hand_leader,
+            self.winners,
+            repr(self.rng.bit_generator.state),
+        )
 
     def where(self) -> dict[str, int]:
         """Every card in play mapped to its place (``hand0``.., ``table``, ``take``, ``discard``,

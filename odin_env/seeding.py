@@ -8,6 +8,8 @@
   64-bit hash; equal keys give equal numbers and neighbouring keys unrelated ones. Batched agents
   draw a row's randomness from its key alone (:func:`keyed_uniforms`), so a game's random
   decisions do not depend on which other games share its batch.
+- :func:`game_seeds`: the seed of each game of a batch (:class:`odin_env.batched.BatchedGames`),
+  with the checks of a batch size and of given seeds.
 """
 
 from __future__ import annotations
@@ -52,4 +54,40 @@ def keyed_uniforms(keys: np.ndarray) -> np.ndarray:
     return (splitmix64_array(keys) >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
-__all__ = ["GOLDEN", "keyed_uniforms", "spawn_seed", "splitmix64", "splitmix64_array"]
+def game_seeds(seed: int | None, batch: int) -> list[int]:
+    """The seed of each game of a batch of ``batch`` games made from ``seed``.
+
+    Derived with ``numpy.random.SeedSequence(seed).generate_state(batch, uint64)``: distinct,
+    well-mixed 64-bit seeds, the same for slot ``i`` whatever the batch size.
+    """
+    check_batch(batch)
+    state = np.random.SeedSequence(seed).generate_state(batch, dtype=np.uint64)
+    return [int(s) for s in state]
+
+
+def check_seeds(seeds: object, count: int, what: str) -> list[int]:
+    """``seeds`` as a list of ``count`` non-negative ints (the seeds ``rules.Game`` accepts)."""
+    try:
+        values = list(seeds)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(
+            f"{what} must be an int, None or a sequence of ints; got {seeds!r}"
+        ) from None
+    if len(values) != count:
+        raise ValueError(f"{what} must hold one seed per game ({count}); got {len(values)}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{what} must hold integers >= 0; got {value!r}")
+    return [int(v) for v in values]
+
+
+def check_batch(batch: object) -> None:
+    """``ValueError`` unless ``batch`` is an integer >= 1 (a number of games)."""
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+
+
+__all__ = [
+    "GOLDEN", "check_batch", "check_seeds", "game_seeds", "keyed_uniforms", "spawn_seed",
+    "splitmix64", "splitmix64_array",
+]  # fmt: skip

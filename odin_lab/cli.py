@@ -1,8 +1,9 @@
 """What the command-line tools share: flags made from settings dataclasses, one-line errors.
 
-A settings dataclass declares each setting once, with its type, default and a docstring under
-the field; :func:`add_fields` turns every field into a ``--field-name`` flag whose help is that
-docstring (Sphinx markup removed) and its default. Flags default to ``None`` so that
+A settings dataclass declares each setting once, with its type, default, the values it takes
+(the field's ``allowed`` metadata, where it has one) and a docstring under the field;
+:func:`add_fields` turns every field into a ``--field-name`` flag whose help is that docstring
+(Sphinx markup removed), its default and those values. Flags default to ``None`` so that
 :func:`given` returns only what the user typed. Abbreviated flags are refused.
 """
 
@@ -14,14 +15,14 @@ import inspect
 import os
 import re
 import shlex
-import signal
 import sys
 import types
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, fields, is_dataclass
-from pathlib import Path
 from typing import Any
+
+from odin_lab.launch import program, restore_interrupts
 
 # One BLAS thread, as the lab runs one torch thread: the lab's numpy networks multiply small
 # matrices, where OpenBLAS's threads cost far more than they give (on a 2-core machine that is
@@ -121,14 +122,19 @@ def add_fields(
         default = defaults.get(f.name, _default(f))
         if kind is bool and not many:
             parser.add_argument(
-                flag(f.name), dest=f.name, action=argparse.BooleanOptionalAction, default=None,
+                flag(f.name),
+                dest=f.name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
                 help=f"{docs.get(f.name, '')} (default: {'--' if default else '--no-'}{f.name})",
-            )  # fmt: skip
+            )
             names.append(f.name)
             continue
         if kind not in (int, float, str):
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {hints[f.name]}")
         shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        # The values the field declares it takes (odin_lab.training.settings.Allowed), if any.
+        allowed = f"; {f.metadata['allowed']}" if "allowed" in f.metadata else ""
         alone = {"nargs": "?", "const": consts[f.name]} if f.name in consts else {}
         if many and alone:
             raise TypeError(f"{cls.__name__}.{f.name}: a list flag cannot stand alone")
@@ -138,7 +144,7 @@ def add_fields(
             type=kind,
             default=None,
             metavar=f.name.upper(),
-            help=f"{docs.get(f.name, '')} (default: {shown})",
+            help=f"{docs.get(f.name, '')} (default: {shown}{allowed})",
             **(alone or {"nargs": "+" if many else None}),
         )
         names.append(f.name)
@@ -150,30 +156,11 @@ def given(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
-def program(script: str) -> str:
-    """The name a tool's messages start with: the console script the user ran (``odin-train``),
-    else ``script`` (``train.py``, also when the tool is called from Python)."""
-    typed = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    return typed if typed.startswith("odin-") else script
-
-
 def fail(prog: str, message: object) -> int:
     """Print ``prog: error: message`` (its first line) to stderr; return exit code 2."""
     first = str(message).splitlines()[0] if str(message) else type(message).__name__
     print(f"{prog}: error: {first}", file=sys.stderr)
     return 2
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def restore_interrupts() -> None:
-    """Make Ctrl-C (SIGINT) and a plain ``kill`` (SIGTERM) raise ``KeyboardInterrupt``, so a
-    command keeps its finished work either way. Why: a background launch (``nohup ... &``, a CI
-    runner) inherits an ignored SIGINT."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def shell_command(script: str, argv: Sequence[str] | None = None) -> str:
@@ -184,6 +171,7 @@ def shell_command(script: str, argv: Sequence[str] | None = None) -> str:
 
 
 __all__ = [
-    "Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain", "restore_interrupts",
+    "Parser", "add_fields", "fail", "field_docs", "flag", "given", "plain", "program",
+    "restore_interrupts",
     "shell_command",
 ]  # fmt: skip

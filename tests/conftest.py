@@ -30,7 +30,7 @@ import sys
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 if sys.argv[1] == "serial":
-    from agents.warm import compile_side_by_side
+    from odin_lab.evaluation.warm import compile_side_by_side
     compile_side_by_side(Config(players=4), ["greedy", "shaper", "planner", "linear"])
 else:
     from agents.batch import BatchRandomAgent
@@ -55,8 +55,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ]
     failed = [p.args[-1] for p in warm if p.wait() != 0]
     took = f"numba's cache warmed in {time.monotonic() - start:.1f} s"
-    print(took + (f" (failed: {failed}; the tests compile what they call)" if failed else ""),
-          file=sys.stderr)  # fmt: skip
+    print(
+        took + (f" (failed: {failed}; the tests compile what they call)" if failed else ""),
+        file=sys.stderr,
+    )
 
 
 @pytest.hookimpl(wrapper=True)

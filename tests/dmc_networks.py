@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.dmc import dmc_info
-from agents.ppo import NUM_ACTION_FEATURES
+from agents.features import NUM_ACTION_FEATURES
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config
@@ -17,9 +17,13 @@ def random_dmc(net: list[int], seed: int, scale: float = 0.3, players=None, **in
     state)``; ``info``: more of :func:`agents.dmc.dmc_info`'s arguments (``horizon``,
     ``symmetries``)."""
     rng = np.random.default_rng(seed)
-    sizes = {"state_in.weight": (net[0], OBS_SIZE), "state_in.bias": (net[0],),
-             "action_in.weight": (net[0], NUM_ACTION_FEATURES),
-             "q.weight": (1, net[-1]), "q.bias": (1,)}  # fmt: skip
+    sizes = {
+        "state_in.weight": (net[0], OBS_SIZE),
+        "state_in.bias": (net[0],),
+        "action_in.weight": (net[0], NUM_ACTION_FEATURES),
+        "q.weight": (1, net[-1]),
+        "q.bias": (1,),
+    }
     for i, (a, b) in enumerate(zip(net, net[1:])):
         sizes[f"hidden.{i}.weight"], sizes[f"hidden.{i}.bias"] = (b, a), (b,)
     state = {k: rng.normal(0, scale, size).astype(np.float32) for k, size in sizes.items()}

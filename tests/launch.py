@@ -29,9 +29,13 @@ def interrupt_when(
     0.5 s, for at most ``wait`` s; an ``AssertionError`` if never) and ``settle`` s more, send it
     SIGINT and return what it printed and its exit code. It never outlives the call."""
     process = subprocess.Popen(
-        [sys.executable, *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )  # fmt: skip
+        [sys.executable, *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         deadline = time.monotonic() + wait
         while not ready() and time.monotonic() < deadline:
@@ -67,9 +71,12 @@ def kill_9_ahead_of_checkpoint(
     for _ in range(tries):
         shutil.rmtree(run, ignore_errors=True)
         process = subprocess.Popen(
-            [sys.executable, *map(str, argv)], cwd=cwd, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,  # its workers die with it
-        )  # fmt: skip
+            [sys.executable, *map(str, argv)],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its workers die with it
+        )
         deadline = time.monotonic() + wait
         try:
             while time.monotonic() < deadline:

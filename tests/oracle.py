@@ -137,16 +137,24 @@ def step(pos: Position, action: int, *, legal=None, played=None, taken_card=None
         hands[seat] = hands[seat] | {taken}
         discard = pos.discard | (pos.take_from - {taken})
         return replace(
-            pos, hands=tuple(hands), take_from=frozenset(), discard=discard,
-            phase="follow", current=nxt,
-        )  # fmt: skip
+            pos,
+            hands=tuple(hands),
+            take_from=frozenset(),
+            discard=discard,
+            phase="follow",
+            current=nxt,
+        )
     if action == PASS:
         passes = pos.passes + 1
         if passes == n - 1:  # R11: every other player passed in a row
             return replace(
-                pos, table=frozenset(), discard=pos.discard | pos.table, passes=0,
-                phase="lead", current=pos.owner,
-            )  # fmt: skip
+                pos,
+                table=frozenset(),
+                discard=pos.discard | pos.table,
+                passes=0,
+                phase="lead",
+                current=pos.owner,
+            )
         return replace(pos, passes=passes, current=nxt)
     played = played(action) if played else frozenset(ORACLE_COMBOS[action])
     hands = list(pos.hands)
@@ -155,13 +163,23 @@ def step(pos: Position, action: int, *, legal=None, played=None, taken_card=None
         return "hand over"
     if pos.phase == "lead":
         return replace(
-            pos, hands=tuple(hands), table=played, owner=seat, passes=0,
-            phase="follow", current=nxt,
-        )  # fmt: skip
+            pos,
+            hands=tuple(hands),
+            table=played,
+            owner=seat,
+            passes=0,
+            phase="follow",
+            current=nxt,
+        )
     return replace(
-        pos, hands=tuple(hands), table=played, owner=seat, passes=0,
-        phase="take", take_from=pos.table,
-    )  # fmt: skip
+        pos,
+        hands=tuple(hands),
+        table=played,
+        owner=seat,
+        passes=0,
+        phase="take",
+        take_from=pos.table,
+    )
 
 
 COLOUR_LETTERS = "RYGBPO"

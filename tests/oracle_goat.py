@@ -90,9 +90,12 @@ def step(pos: Position, action: int) -> Position | str:
     """The position after ``action`` within a hand, or ``"hand over"``: :func:`oracle.step`
     (R8-R11) with the Goat's actions."""
     return oracle.step(
-        pos, action, legal=legal_actions, played=CARDS_OF.__getitem__,
+        pos,
+        action,
+        legal=legal_actions,
+        played=CARDS_OF.__getitem__,
         taken_card=lambda a: GOAT if a == TAKE_GOAT else a - oracle.TAKE,
-    )  # fmt: skip
+    )
 
 
 def penalty(hand: frozenset[int]) -> int:

@@ -193,7 +193,7 @@ from numba import typeof
 from agents.batched_planner import planner_kernel
 from agents.batched_shaper import shaper_kernel
 from agents.registry import make_batch_agent
-from agents.warm import warm_kernels
+from odin_lab.evaluation.warm import warm_kernels
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 
@@ -210,10 +210,10 @@ print("ok")
 
 
 def test_the_warm_up_compiles_each_kernel_for_the_engines_arrays():
-    """``agents.warm.warm_kernels`` compiles a heuristic's kernel on zero rows ahead of play (in
-    a second process, beside the engine's compile); only the specialization the engine's own
-    arrays call is of any use, so the first real call must find it and add no other. In a
-    process of its own: no kernel has been called there before."""
+    """``odin_lab.evaluation.warm.warm_kernels`` compiles a heuristic's kernel on zero rows
+    ahead of play (in a second process, beside the engine's compile); only the
+    specialization the engine's own arrays call is of any use, so the first real call must
+    find it and add no other. In a process of its own: no kernel has been called there before."""
     import subprocess
     import sys
     from pathlib import Path

@@ -101,14 +101,18 @@ def test_other_hidden_hands_play_as_that_position(players: int) -> None:
         for row, slot in enumerate([3, 0, 1]):
             table = cards_of(COMBO_BITS[game.table]) if game.table >= 0 else None
             same = Game.from_position(
-                config, [cards_of(h) for h in layouts[row]], game.current,
+                config,
+                [cards_of(h) for h in layouts[row]],
+                game.current,
                 table=table,
                 owner=game.owner if table is not None else None,
                 take_from=cards_of(game.take_from) if game.take_from else None,
-                passes=game.passes, discard=cards_of(game.discard),
-                known=[cards_of(k) for k in game.known], totals=game.totals,
+                passes=game.passes,
+                discard=cards_of(game.discard),
+                known=[cards_of(k) for k in game.known],
+                totals=game.totals,
                 hand_leader=game.hand_leader,
-            )  # fmt: skip
+            )
             assert np.array_equal(engine.obs[slot], observe(same, same.current))
             assert np.array_equal(engine.mask[slot], same.legal_mask())
         # the last loaded row plays its hand on exactly as the game built from its hands (the
@@ -155,15 +159,22 @@ def test_a_held_game_ends_with_its_hand_and_waits_until_loaded(goat: bool) -> No
         rng = np.random.default_rng(seed)
         layout = _relaid(game, rng)
         engine.load([0, 1, 2], game, hands=np.array([layout] * 3, dtype=np.int64))
-        games = [Game.from_position(
-            config, [cards_of(h) for h in layout], game.current,
-            table=cards_of(PLAY_BITS[game.table]) if game.table >= 0 else None,
-            owner=game.owner if game.table >= 0 else None,
-            take_from=cards_of(game.take_from) if game.take_from else None,
-            passes=game.passes, discard=cards_of(game.discard),
-            known=[cards_of(k) for k in game.known], totals=game.totals,
-            hand_leader=game.hand_leader,
-        ) for _ in range(3)]  # fmt: skip
+        games = [
+            Game.from_position(
+                config,
+                [cards_of(h) for h in layout],
+                game.current,
+                table=cards_of(PLAY_BITS[game.table]) if game.table >= 0 else None,
+                owner=game.owner if game.table >= 0 else None,
+                take_from=cards_of(game.take_from) if game.take_from else None,
+                passes=game.passes,
+                discard=cards_of(game.discard),
+                known=[cards_of(k) for k in game.known],
+                totals=game.totals,
+                hand_leader=game.hand_leader,
+            )
+            for _ in range(3)
+        ]
         ended = 0
         for _ in range(500):
             live = ~engine.held

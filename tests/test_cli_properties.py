@@ -52,8 +52,11 @@ def counts(low: int = 1, high: int | None = None, huge: bool = True) -> st.Searc
 def floats(low: float = 0.0, high: float | None = None) -> st.SearchStrategy[str]:
     """Bad values of a float flag whose allowed values are above ``low`` (up to ``high``)."""
     below = st.floats(max_value=low, exclude_max=True, allow_nan=False, allow_infinity=False)
-    above = st.floats(min_value=high, exclude_min=True, allow_infinity=False) if (
-        high is not None) else st.nothing()  # fmt: skip
+    above = (
+        st.floats(min_value=high, exclude_min=True, allow_infinity=False)
+        if (high is not None)
+        else st.nothing()
+    )
     return (below | above).map(repr) | NOT_FINITE | EMPTY | NOT_A_NUMBER
 
 
@@ -65,10 +68,20 @@ def unknown(*allowed: str) -> st.SearchStrategy[str]:
 SPECS = (
     WORDS.map(lambda w: f"nosuch{w}")
     | EMPTY
-    | st.sampled_from(["ppo:/no/such/model.safetensors", "search:-3", "search:nan",
-                       "search:10000000000000000000000", "no_such_module:Agent",
-                       "no/such/file.py:Agent", "dmc:", "ppo:", "search:"])
-)  # fmt: skip
+    | st.sampled_from(
+        [
+            "ppo:/no/such/model.safetensors",
+            "search:-3",
+            "search:nan",
+            "search:10000000000000000000000",
+            "no_such_module:Agent",
+            "no/such/file.py:Agent",
+            "dmc:",
+            "ppo:",
+            "search:",
+        ]
+    )
+)
 """Agent specs that name no agent."""
 
 SEED = NEGATIVE | NOT_AN_INT
@@ -97,73 +110,213 @@ def unwritable_file(tmp: Path) -> list[str]:
 # -- the commands ------------------------------------------------------------------------------
 
 COMMANDS: dict[str, tuple[Callable, list[str], dict]] = {
-    "tournament": (evaluate.main, [
-        "tournament", "--agents", "greedy", "random", "--games", "4", "--threshold", "3",
-        "--no-progress", "--out", "{out}"], {
-        **GAME, "--games": counts(1, 1_000_000), "--seed": SEED, "--workers": counts(1, 256),
-        "--engine": unknown("auto", "single", "batched"), "--agents": SPECS,
-        "--out": "folder",
-    }),
-    "seating": (evaluate.main, [
-        "seating", "--agent", "greedy", "--players", "2", "--games", "4", "--threshold", "3",
-        "--no-progress", "--out", "{out}"], {
-        **{k: v for k, v in GAME.items() if k != "--first-player"},
-        "--first-player": unknown("rotate", "winner", "loser", "random"),
-        "--games": counts(1, 1_000_000), "--seed": SEED, "--workers": counts(1, 256),
-        "--agent": SPECS, "--out": "folder",
-    }),
-    "thresholds": (evaluate.main, [
-        "thresholds", "--agents", "greedy", "random", "--thresholds", "3", "--games", "4",
-        "--no-progress", "--out", "{out}"], {
-        "--thresholds": counts(1, 1000), "--games": counts(1, 1_000_000), "--seed": SEED,
-        "--agents": SPECS, "--players": counts(2, 6), "--out": "folder",
-    }),
-    "leaderboard": (evaluate.main, [
-        "leaderboard", "--agents", "greedy", "random", "shaper", "--players", "2", "--games",
-        "2", "--threshold", "3", "--no-progress", "--out", "{out}"], {
-        **GAME, "--tables": counts(2, 1_000_000), "--games": counts(1, 1_000_000),
-        "--seed": SEED, "--agents": SPECS, "--out": "folder",
-    }),
-    "showcase": (evaluate.main, ["showcase", "--no-progress", "--out", "{out}"], {
-        "--games": counts(1, 1_000_000), "--seed": SEED, "--workers": counts(1, 256),
-        "--out": "folder",
-    }),
-    "watch": (evaluate.main, [
-        "watch", "--agents", "greedy", "random", "--threshold", "3", "--no-colour",
-        "--out", "{out}/game.json"], {
-        **GAME, "--seed": SEED, "--seat": NEGATIVE | counts(0, 1, huge=True), "--agents": SPECS,
-        "--out": "file",
-    }),
-    "play": (play.main, [
-        "--opponents", "random", "--threshold", "3", "--seed", "1", "--no-colour",
-        "--out", "{out}/mine.json"], {
-        **GAME, "--seed": SEED, "--seat": counts(0, 1), "--opponents": SPECS, "--out": "file",
-    }),
+    "tournament": (
+        evaluate.main,
+        [
+            "tournament",
+            "--agents",
+            "greedy",
+            "random",
+            "--games",
+            "4",
+            "--threshold",
+            "3",
+            "--no-progress",
+            "--out",
+            "{out}",
+        ],
+        {
+            **GAME,
+            "--games": counts(1, 1_000_000),
+            "--seed": SEED,
+            "--workers": counts(1, 256),
+            "--engine": unknown("auto", "single", "batched"),
+            "--agents": SPECS,
+            "--out": "folder",
+        },
+    ),
+    "seating": (
+        evaluate.main,
+        [
+            "seating",
+            "--agent",
+            "greedy",
+            "--players",
+            "2",
+            "--games",
+            "4",
+            "--threshold",
+            "3",
+            "--no-progress",
+            "--out",
+            "{out}",
+        ],
+        {
+            **{k: v for k, v in GAME.items() if k != "--first-player"},
+            "--first-player": unknown("rotate", "winner", "loser", "random"),
+            "--games": counts(1, 1_000_000),
+            "--seed": SEED,
+            "--workers": counts(1, 256),
+            "--agent": SPECS,
+            "--out": "folder",
+        },
+    ),
+    "thresholds": (
+        evaluate.main,
+        [
+            "thresholds",
+            "--agents",
+            "greedy",
+            "random",
+            "--thresholds",
+            "3",
+            "--games",
+            "4",
+            "--no-progress",
+            "--out",
+            "{out}",
+        ],
+        {
+            "--thresholds": counts(1, 1000),
+            "--games": counts(1, 1_000_000),
+            "--seed": SEED,
+            "--agents": SPECS,
+            "--players": counts(2, 6),
+            "--out": "folder",
+        },
+    ),
+    "leaderboard": (
+        evaluate.main,
+        [
+            "leaderboard",
+            "--agents",
+            "greedy",
+            "random",
+            "shaper",
+            "--players",
+            "2",
+            "--games",
+            "2",
+            "--threshold",
+            "3",
+            "--no-progress",
+            "--out",
+            "{out}",
+        ],
+        {
+            **GAME,
+            "--tables": counts(2, 1_000_000),
+            "--games": counts(1, 1_000_000),
+            "--seed": SEED,
+            "--agents": SPECS,
+            "--out": "folder",
+        },
+    ),
+    "showcase": (
+        evaluate.main,
+        ["showcase", "--no-progress", "--out", "{out}"],
+        {
+            "--games": counts(1, 1_000_000),
+            "--seed": SEED,
+            "--workers": counts(1, 256),
+            "--out": "folder",
+        },
+    ),
+    "watch": (
+        evaluate.main,
+        [
+            "watch",
+            "--agents",
+            "greedy",
+            "random",
+            "--threshold",
+            "3",
+            "--no-colour",
+            "--out",
+            "{out}/game.json",
+        ],
+        {
+            **GAME,
+            "--seed": SEED,
+            "--seat": NEGATIVE | counts(0, 1, huge=True),
+            "--agents": SPECS,
+            "--out": "file",
+        },
+    ),
+    "play": (
+        play.main,
+        [
+            "--opponents",
+            "random",
+            "--threshold",
+            "3",
+            "--seed",
+            "1",
+            "--no-colour",
+            "--out",
+            "{out}/mine.json",
+        ],
+        {
+            **GAME,
+            "--seed": SEED,
+            "--seat": counts(0, 1),
+            "--opponents": SPECS,
+            "--out": "file",
+        },
+    ),
     # PPO's flags and ranges (the default algorithm is DMC); a drawn --algo comes last and wins.
-    "train": (train.main, [
-        "--algo", "ppo", "--runs-dir", "{out}", "--name", "run", "--total-steps", "64",
-        "--eval-deals", "2"], {
-        "--players": counts(2, 6), "--threshold": counts(1, 1000),
-        "--algo": unknown("ppo", "dmc", "cem"),
-        "--name": st.sampled_from(["", "../up", ".hidden", "a/b"]),
-        "--seed": SEED, "--total-steps": counts(0, 10**12),
-        "--learning-rate": floats(0.0), "--gamma": floats(0.0, 1.0),
-        "--gae-lambda": floats(0.0, 1.0), "--clip-range": floats(0.0),
-        "--ent-coef": NOT_FINITE | NEGATIVE | EMPTY, "--vf-coef": NOT_FINITE | NEGATIVE | EMPTY,
-        "--n-envs": counts(1, 4096), "--n-steps": counts(1, 10**7),
-        "--batch-size": counts(1, 10**7), "--n-epochs": counts(1, 1000),
-        "--net-pi": counts(1, 65_536), "--net-vf": counts(1, 65_536),
-        "--actors": counts(1, 1024), "--eval-deals": counts(1, 10**6),
-        "--torch-threads": counts(1, 1024), "--max-snapshots": counts(1, 1000),
-        "--eval-every": counts(0, 10**12), "--checkpoint-every": counts(1, 10**12),
-        "--snapshot-every": counts(1, 10**12), "--soup": counts(0, 1000),
-        "--selfplay-batch": counts(1, 65_536), "--imitate-games": counts(1, 10**6),
-        "--imitate-epochs": counts(1, 1000), "--seat": counts(0, 3),
-        "--init": st.sampled_from(["", "no/such/model.safetensors"]),
-        "--device": unknown("cpu", "cuda", "mps", "auto").map(lambda w: f"no{w}"),
-        "--critic": unknown("observation", "full"), "--opponents": SPECS,
-    }),
-}  # fmt: skip
+    "train": (
+        train.main,
+        [
+            "--algo",
+            "ppo",
+            "--runs-dir",
+            "{out}",
+            "--name",
+            "run",
+            "--total-steps",
+            "64",
+            "--eval-deals",
+            "2",
+        ],
+        {
+            "--players": counts(2, 6),
+            "--threshold": counts(1, 1000),
+            "--algo": unknown("ppo", "dmc", "cem"),
+            "--name": st.sampled_from(["", "../up", ".hidden", "a/b"]),
+            "--seed": SEED,
+            "--total-steps": counts(0, 10**12),
+            "--learning-rate": floats(0.0),
+            "--gamma": floats(0.0, 1.0),
+            "--gae-lambda": floats(0.0, 1.0),
+            "--clip-range": floats(0.0),
+            "--ent-coef": NOT_FINITE | NEGATIVE | EMPTY,
+            "--vf-coef": NOT_FINITE | NEGATIVE | EMPTY,
+            "--n-envs": counts(1, 4096),
+            "--n-steps": counts(1, 10**6),
+            "--batch-size": counts(1, 65_536),
+            "--n-epochs": counts(1, 1000),
+            "--net-pi": counts(1, 4096),
+            "--net-vf": counts(1, 4096),
+            "--actors": counts(1, 1024),
+            "--eval-deals": counts(1, 10**6),
+            "--torch-threads": counts(1, 1024),
+            "--max-snapshots": counts(1, 1000),
+            "--eval-every": counts(0, 10**12),
+            "--checkpoint-every": counts(1, 10**12),
+            "--snapshot-every": counts(1, 10**12),
+            "--soup": counts(0, 1000),
+            "--selfplay-batch": counts(1, 65_536),
+            "--imitate-games": counts(1, 10**6),
+            "--imitate-epochs": counts(1, 1000),
+            "--seat": counts(0, 3),
+            "--init": st.sampled_from(["", "no/such/model.safetensors"]),
+            "--device": unknown("cpu", "cuda", "mps", "auto").map(lambda w: f"no{w}"),
+            "--critic": unknown("observation", "full"),
+            "--opponents": SPECS,
+        },
+    ),
+}
 """Each CLI: its ``main``, a small valid command line (``{out}``: where it writes) and, per
 flag, a strategy of bad values ("folder"/"file": paths that cannot be written)."""
 
@@ -199,9 +352,11 @@ def run_in_process(main: Callable, argv: list[str]) -> tuple[object, str]:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
     database=None,
-)  # fmt: skip
+)
 @given(bad_command_lines())
 def test_a_bad_value_of_any_flag_is_one_line_and_exit_2_before_any_work(case):
     command, flag, value = case
@@ -265,8 +420,8 @@ def test_every_command_runs_numpy_with_one_blas_thread_unless_the_user_says(user
 def test_a_results_command_is_read_back_by_a_shell_as_its_very_arguments(argv):
     """``shell_command``: the ``"command"`` of every result file; a shell reads it back as the
     very arguments it was run with, spaces, quotes and all (``None``: this process's)."""
-    line = shell_command("benchmarks/table_sizes.py", argv)
-    assert shlex.split(line) == ["python", "benchmarks/table_sizes.py", *argv]
+    line = shell_command("research/table_sizes.py", argv)
+    assert shlex.split(line) == ["python", "research/table_sizes.py", *argv]
     assert shell_command("evaluate.py") == shlex.join(["python", "evaluate.py", *sys.argv[1:]])
 
 

@@ -30,8 +30,17 @@ def one_line_error(done: subprocess.CompletedProcess, *words: str) -> None:
 
 
 def test_a_negative_seed_is_refused_before_any_game(tmp_path):
-    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--seed", "-1",
-               "--out", str(tmp_path / "x"))  # fmt: skip
+    done = run(
+        "evaluate.py",
+        "tournament",
+        "--agents",
+        "random",
+        "random",
+        "--seed",
+        "-1",
+        "--out",
+        str(tmp_path / "x"),
+    )
     one_line_error(done, "--seed", ">= 0", "-1")
     assert not (tmp_path / "x").exists()
 
@@ -63,9 +72,12 @@ def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_file
     part = tmp_path / "part"
     proc = subprocess.Popen(
         [sys.executable, "evaluate.py", *common, "--out", str(part)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     # Ctrl-C once the progress bar shows some games done and before the end, however fast the
     # machine: read the bar as it is drawn.
     shown = ""
@@ -100,11 +112,32 @@ def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_file
 
 def test_resume_refuses_a_result_of_other_settings(tmp_path):
     out = tmp_path / "t"
-    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--games", "4",
-               "--out", str(out), "--no-progress")  # fmt: skip
+    done = run(
+        "evaluate.py",
+        "tournament",
+        "--agents",
+        "random",
+        "random",
+        "--games",
+        "4",
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr
-    done = run("evaluate.py", "tournament", "--agents", "random", "random", "--games", "4",
-               "--out", str(out), "--resume", "--no-progress")  # fmt: skip
+    done = run(
+        "evaluate.py",
+        "tournament",
+        "--agents",
+        "random",
+        "random",
+        "--games",
+        "4",
+        "--out",
+        str(out),
+        "--resume",
+        "--no-progress",
+    )
     one_line_error(done, "--resume", "complete")
 
 
@@ -120,15 +153,31 @@ def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monk
 
 def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
     # A cold numba cache, as in a fresh clone: this process compiles the engine's kernels while
-    # a process beside it compiles planner's (agents.warm), and the two workers load them all
-    # (each used to compile and announce them).
+    # a process beside it compiles planner's (odin_lab.evaluation.warm), and the two workers
+    # load them all (each used to compile and announce them).
     cache = tmp_path / "cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     done = subprocess.run(
-        [sys.executable, "evaluate.py", "tournament", "--agents", "planner", "random",
-         "--games", "300", "--workers", "2", "--out", str(tmp_path / "t")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "evaluate.py",
+            "tournament",
+            "--agents",
+            "planner",
+            "random",
+            "--games",
+            "300",
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("compiling the batched engine") == 1, done.stderr
     # The line comes before the progress bar, not inside it.

@@ -96,14 +96,14 @@ def test_a_hint_reads_no_hidden_state(players):
 
 
 def test_the_search_player_plays_the_best_of_the_same_scores():
-    """One search loop: ``SearchAgent.act`` is the best of ``evaluate``'s scores, and
-    ``score_candidates`` with the same seed gives those scores again."""
+    """One search loop: ``SearchAgent.act`` (without its shortlist) is the best of
+    ``evaluate``'s scores, and ``score_candidates`` with the same seed gives those scores again."""
     checked = 0
     for game, seat in positions(3, 2, every=7, seed=4):
         if len(game.legal) < 2:
             continue
         obs, mask = observe(game, seat), game.legal_mask()
-        chosen = SearchAgent(seed=9, rollouts=64).act(obs, mask)
+        chosen = SearchAgent(seed=9, rollouts=64, prior=None).act(obs, mask)
         scores = score_candidates(obs, mask, rollouts=64, seed=9)
         again = score_candidates(obs, None, rollouts=64, seed=9)  # the legal moves it works out
         assert scores.best == chosen

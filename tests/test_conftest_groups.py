@@ -54,11 +54,25 @@ def test_a_modules_fixture_is_made_once_and_groups_hold_together(tmp_path):
     (suite / "test_marked.py").write_text(MARKED)
     made, ran = tmp_path / "made.log", tmp_path / "ran.log"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-         "--dist", "loadgroup", str(suite)],
-        cwd=suite, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            str(suite),
+        ],
+        cwd=suite,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "MADE_LOG": str(made), "RAN_LOG": str(ran)},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert len(made.read_text().split()) == 1  # the fixture, made once
     workers: dict[str, set[str]] = {}

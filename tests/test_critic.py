@@ -76,11 +76,25 @@ def test_only_the_value_reads_the_hidden_state():
 
 def test_a_full_critic_run_trains_and_its_player_reads_the_observation_alone(tmp_path):
     config = make_config(
-        "ppo", name="full", runs_dir=str(tmp_path), critic="full", opponents=["greedy"],
-        selfplay_batch=8, n_envs=2, n_steps=32, batch_size=64, n_epochs=1, net_pi=[32],
-        net_vf=[32], total_steps=128, eval_every=64, eval_deals=1, eval_opponents=["random"],
-        checkpoint_every=64, seed=2,
-    )  # fmt: skip
+        "ppo",
+        name="full",
+        runs_dir=str(tmp_path),
+        critic="full",
+        opponents=["greedy"],
+        selfplay_batch=8,
+        n_envs=2,
+        n_steps=32,
+        batch_size=64,
+        n_epochs=1,
+        net_pi=[32],
+        net_vf=[32],
+        total_steps=128,
+        eval_every=64,
+        eval_deals=1,
+        eval_opponents=["random"],
+        checkpoint_every=64,
+        seed=2,
+    )
     path = train(config)
     player = make(f"ppo:{tmp_path / 'full' / 'best.safetensors'}")
     assert player.info["observation_size"] == OBS_SIZE

@@ -1,7 +1,8 @@
 """Deep Monte Carlo (``train.py --algo dmc``): the run guarantees every algorithm keeps (kill -9
 then resume, Ctrl-C during an update, a changed setting refused, soup, best), its players
-(``dmc:PATH``, numpy only, reading the observation alone), seeding, and its targets (the seat's
-Monte Carlo return). Real ``train.py`` runs in subprocesses, each a few seconds."""
+(``dmc:PATH``, numpy only, reading the observation alone), seeding, its targets (the seat's
+Monte Carlo return), and the settings it retired (a run of them refused naming the findings
+page). Real ``train.py`` runs in subprocesses, each a few seconds."""
 
 from __future__ import annotations
 
@@ -21,24 +22,42 @@ from safetensors.numpy import load_file
 from agents.dmc import DMCAgent, read_dmc_model, value_horizon
 from agents.ppo import BUNDLED_MODEL
 from agents.registry import check_spec, has_batch_form, make
-from agents.search import SearchAgent, win_chance
 from odin_env.batched import BatchedGames
 from odin_env.cards import cards_of
 from odin_env.combos import COMBO_BITS
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
-from odin_lab.training import make_config, train
+from odin_lab.training import TrainingError, make_config, read_config, train
 from odin_lab.training.checkpoints import average_models, checkpoint_step, read_run
-from odin_lab.training.dmc import DMCLearner
+from odin_lab.training.dmc import FINDINGS, DMCLearner
 from odin_lab.training.dmc_collector import DMCCollector, discounted_returns
 
 ROOT = Path(__file__).resolve().parents[1]
 UPDATE = 64  # --decisions-per-update below: the least an update trains on
 TINY = [
-    "--algo", "dmc", "--opponents", "random", "self", "--snapshot-every", str(UPDATE),
-    "--selfplay-batch", "8", "--decisions-per-update", str(UPDATE), "--batch-size", "16",
-    "--net", "32", "16", "--eval-deals", "1", "--eval-opponents", "random", "--threshold", "5",
-]  # fmt: skip
+    "--algo",
+    "dmc",
+    "--opponents",
+    "random",
+    "self",
+    "--snapshot-every",
+    str(UPDATE),
+    "--selfplay-batch",
+    "8",
+    "--decisions-per-update",
+    str(UPDATE),
+    "--batch-size",
+    "16",
+    "--net",
+    "32",
+    "16",
+    "--eval-deals",
+    "1",
+    "--eval-opponents",
+    "random",
+    "--threshold",
+    "5",
+]
 """The learner in one seat against random and its own snapshots; games to 5 points (a hand or
 two each), 8 in lockstep."""
 
@@ -46,8 +65,11 @@ two each), 8 in lockstep."""
 def train_py(*args: object, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "train.py"), *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 log = evaluation_log
@@ -78,16 +100,32 @@ def tiny_config(runs: Path, name: str, total: int, seed: int = 3, **settings):
         **settings,
     }  # fmt: skip
     return make_config(
-        "dmc", name=name, runs_dir=str(runs), game=Config(players=4, threshold=5),
-        total_steps=total, seed=seed, **settings,
-    )  # fmt: skip
+        "dmc",
+        name=name,
+        runs_dir=str(runs),
+        game=Config(players=4, threshold=5),
+        total_steps=total,
+        seed=seed,
+        **settings,
+    )
 
 
 @pytest.fixture(scope="module")
 def done_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    done = train_py("--runs-dir", runs, "--name", "done", "--total-steps", 256, *TINY,
-                    "--checkpoint-every", UPDATE, "--eval-every", 2 * UPDATE)  # fmt: skip
+    done = train_py(
+        "--runs-dir",
+        runs,
+        "--name",
+        "done",
+        "--total-steps",
+        256,
+        *TINY,
+        "--checkpoint-every",
+        UPDATE,
+        "--eval-every",
+        2 * UPDATE,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (runs / "stdout.txt").write_text(done.stdout)
     return runs / "done"
@@ -222,9 +260,20 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
 
 def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
     done = train_py(
-        "--runs-dir", tmp_path, "--name", "soup", "--total-steps", 4 * UPDATE, "--soup", 3, *TINY,
-        "--checkpoint-every", UPDATE, "--eval-every", 0,
-    )  # fmt: skip
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "soup",
+        "--total-steps",
+        4 * UPDATE,
+        "--soup",
+        3,
+        *TINY,
+        "--checkpoint-every",
+        UPDATE,
+        "--eval-every",
+        0,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = tmp_path / "soup"
     kept = sorted((run / "kept").iterdir())
@@ -253,14 +302,25 @@ def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
         (["--optimizer", "sgd"], "optimizer must be one of adam, rmsprop"),
         (["--init", str(BUNDLED_MODEL)], "--init"),
         (["--horizon", "hand", "--reward", "win"], "horizon hand needs reward penalty"),
-        (["--game-loss", "-1"], "game_loss must be a number of penalty points >= 0; got -1"),
-        (["--horizon", "win", "--game-loss", "9"], "horizon win already values who wins"),
+        (["--horizon", "win"], f"horizon 'win' was retired: {FINDINGS} holds what it measured"),
+        (["--game-loss", "9"], f"--game-loss was retired: {FINDINGS} holds what it measured"),
+        (["--acting-symmetries=8"], "--acting-symmetries was retired: docs/findings/dmc-"),
     ],
-    ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon", "game-loss", "loss-win"],
+    ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon", "win", "loss", "symmetries"],
 )
 def test_bad_dmc_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = train_py("--algo", "dmc", "--runs-dir", tmp_path, "--name", "x", *args,
-                    "--total-steps", 64, timeout=120)  # fmt: skip
+    done = train_py(
+        "--algo",
+        "dmc",
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "x",
+        *args,
+        "--total-steps",
+        64,
+        timeout=120,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert named in lines[0]
@@ -294,61 +354,34 @@ def _learner(**settings) -> DMCLearner:
 def test_the_numpy_player_plays_the_learners_greedy_choice(tmp_path):
     """All legal pairs of all rows in one torch pass, argmax per row, equal the numpy player's
     choice, also after writing and reading the model file."""
-    learner = _learner()
+    qnet = _learner().qnet
     games = BatchedGames(Config(players=4), batch=64, seed=2)
     for _ in range(5):
-        chosen = learner.greedy(games.obs, games.mask)
+        chosen = qnet.greedy(games.obs, games.mask)
         assert games.mask[np.arange(64), chosen].all()
-        player = DMCAgent(learner.state(), learner.info())
-        np.testing.assert_array_equal(player.act_batch(games.obs, games.mask), chosen)
+        np.testing.assert_array_equal(qnet.player().act_batch(games.obs, games.mask), chosen)
         games.step(chosen)
-    path = learner.write_player(tmp_path / "p.safetensors", {})
+    path = qnet.write(tmp_path / "p.safetensors", {})
     np.testing.assert_array_equal(
-        make(f"dmc:{path}").act_batch(games.obs, games.mask), learner.greedy(games.obs, games.mask)
+        make(f"dmc:{path}").act_batch(games.obs, games.mask), qnet.greedy(games.obs, games.mask)
     )
 
 
-def test_actors_with_acting_symmetries_play_the_player_of_as_many_labellings():
-    """--acting-symmetries 8: the actors' greedy choice is the numpy player's that reads each
-    position under the same eight labellings (the model's ``symmetries``), not the network read
-    once; 2-player rows (four colours) and 4-player rows (six) alike."""
-    learner = _learner(acting_symmetries=8)
-    once = DMCAgent(learner.state(), learner.info())
-    eight = DMCAgent(learner.state(), {**learner.info(), "symmetries": 8})
-    differ = 0
-    for players in (2, 4):
-        games = BatchedGames(Config(players=players), batch=64, seed=players)
-        for _ in range(6):
-            chosen = learner.greedy(games.obs, games.mask)
-            np.testing.assert_array_equal(eight.act_batch(games.obs, games.mask), chosen)
-            differ += int((once.act_batch(games.obs, games.mask) != chosen).sum())
-            games.step(chosen)
-    assert differ > 0  # the labellings change some choices: the setting is wired in
-    with pytest.raises(ValueError, match="acting_symmetries must be 1-720; got 0"):
-        _learner(acting_symmetries=0)
-
-
-@pytest.mark.parametrize("horizon", ["hand", "win", "episode"])
+@pytest.mark.parametrize("horizon", ["hand", "episode"])
 def test_a_model_file_names_what_its_values_estimate(horizon, tmp_path):
-    """The header keeps the horizon the network was trained with (docs/model-format.md), and a
-    search takes only a network that values penalty for the hand as its leaf."""
+    """The header keeps the horizon the network was trained with (docs/model-format.md)."""
     path = _learner(horizon=horizon).write_player(tmp_path / "p.safetensors", {})
     info, _ = read_dmc_model(path)
     assert value_horizon(info) == info["horizon"] == horizon
-    leaf = make(f"dmc:{path}")
-    if horizon == "hand":
-        assert SearchAgent(leaf=leaf).leaf is leaf
-    else:
-        with pytest.raises(ValueError, match=f"trained with horizon '{horizon}'"):
-            SearchAgent(leaf=leaf)
     # Files made before the horizon was recorded valued penalty for the hand.
     assert value_horizon({k: v for k, v in info.items() if k != "horizon"}) == "hand"
 
 
 def test_an_init_of_another_horizon_gets_its_head_refitted_keeping_its_choices(tmp_path):
-    """A win-horizon run from a hand-penalty network: before its first update the last layer
-    maps the values affinely onto the targets (least squares, positive slope), so every row's
-    choice is the same and the values' mean is the targets'; a same-horizon init is untouched."""
+    """An episode-horizon run from a hand-penalty network: before its first update the last
+    layer maps the values affinely onto the targets (least squares, positive slope), so every
+    row's choice is the same and the values' mean is the targets'; a same-horizon init is
+    untouched."""
     init = _learner(horizon="hand").write_player(tmp_path / "hand.safetensors", {})
     games = BatchedGames(Config(players=4), batch=64, seed=4)
     obs, mask = games.obs.copy(), games.mask.copy()
@@ -356,28 +389,26 @@ def test_an_init_of_another_horizon_gets_its_head_refitted_keeping_its_choices(t
     hand = make(f"dmc:{init}").values(obs, mask)[rows, actions]
     noise = np.random.default_rng(0).normal(0.0, 0.05, size=rows.size)
     returns = (0.25 + 0.03 * hand + noise).astype(np.float32)  # values rising with the init's
-    for horizon, refits in (("win", True), ("hand", False)):
-        learner = _learner(horizon=horizon, init=str(init))
-        assert learner.refit_head == refits
-        before = learner.greedy(obs, mask)
-        q0 = DMCAgent(learner.state(), learner.info()).values(obs, mask)[rows, actions]
+    for horizon, refits in (("episode", True), ("hand", False)):
+        qnet = _learner(horizon=horizon, init=str(init)).qnet
+        assert qnet.refit_head == refits
+        before = qnet.greedy(obs, mask)
+        q0 = qnet.player().values(obs, mask)[rows, actions]
         if refits:
-            learner._refit_head(
-                th.as_tensor(obs[rows]), th.as_tensor(actions), th.as_tensor(returns)
-            )
-        q1 = DMCAgent(learner.state(), learner.info()).values(obs, mask)[rows, actions]
-        np.testing.assert_array_equal(learner.greedy(obs, mask), before)
+            qnet.refit(th.as_tensor(obs[rows]), th.as_tensor(actions), th.as_tensor(returns))
+        q1 = qnet.player().values(obs, mask)[rows, actions]
+        np.testing.assert_array_equal(qnet.greedy(obs, mask), before)
         if refits:
             slope, shift = np.polyfit(q0, returns, 1)
             np.testing.assert_allclose(q1, slope * q0 + shift, atol=1e-4)
             assert q1.mean() == pytest.approx(returns.mean(), abs=1e-4)
-            assert not learner.refit_head  # once, before the first update only
+            assert not qnet.refit_head  # once, before the first update only
         else:
             np.testing.assert_array_equal(q1, q0)
     # Targets falling as the values rise: no negative slope (that would reverse the choices).
-    learner = _learner(horizon="win", init=str(init))
-    learner._refit_head(th.as_tensor(obs[rows]), th.as_tensor(actions), th.as_tensor(-returns))
-    np.testing.assert_array_equal(learner.greedy(obs, mask), before)
+    qnet = _learner(horizon="episode", init=str(init)).qnet
+    qnet.refit(th.as_tensor(obs[rows]), th.as_tensor(actions), th.as_tensor(-returns))
+    np.testing.assert_array_equal(qnet.greedy(obs, mask), before)
 
 
 def _other_hidden_cards(game: Game, rng: np.random.Generator) -> Game:
@@ -397,11 +428,18 @@ def _other_hidden_cards(game: Game, rng: np.random.Generator) -> Game:
         unseen = unseen[count:]
     table = cards_of(COMBO_BITS[game.table]) if game.table >= 0 else None
     return Game.from_position(
-        game.config, hands, me, table=table, owner=game.owner if table is not None else None,
-        take_from=cards_of(game.take_from) if game.take_from else None, passes=game.passes,
-        discard=cards_of(game.discard), known=[cards_of(k) for k in known], totals=game.totals,
+        game.config,
+        hands,
+        me,
+        table=table,
+        owner=game.owner if table is not None else None,
+        take_from=cards_of(game.take_from) if game.take_from else None,
+        passes=game.passes,
+        discard=cards_of(game.discard),
+        known=[cards_of(k) for k in known],
+        totals=game.totals,
         hand_leader=game.hand_leader,
-    )  # fmt: skip
+    )
 
 
 def test_the_played_model_reads_nothing_of_the_other_seats_hidden_cards(done_run):
@@ -486,74 +524,13 @@ def test_with_horizon_hand_a_target_is_what_its_hand_pays_the_seat():
     assert (finished.hand > 0).any()  # games of more than one hand were checked
 
 
-def test_with_horizon_win_a_target_is_the_win_chance_its_hand_left_the_seat():
-    """The same play twice (same seeds: returns do not change the actions), once paid by hand
-    and once valued by win chance: where every seat had a choice in every hand of a game, the
-    penalties add up to the totals after each hand, and each hand's win target is
-    ``win_chance`` of those totals for the seat (exact shares after the hand that ends it)."""
-    config = Config(players=3, threshold=5)
-    paid = _collected(config, 1.0, "hand")
-    valued = _collected(config, 1.0, "win")
-    np.testing.assert_array_equal(paid.actions, valued.actions)
-    checked = 0
-    for e in paid.episodes:
-        mine = (paid.game == e.game) & (paid.episode == e.episode)
-        hands = int(paid.hand[mine].max()) + 1
-        cells = [
-            [mine & (paid.seat == s) & (paid.hand == h) for s in range(3)] for h in range(hands)
-        ]
-        if not all(cell.any() for row in cells for cell in row):
-            continue
-        penalties = np.array([[-paid.returns[cell][0] for cell in row] for row in cells])
-        totals = np.cumsum(penalties, axis=0)
-        np.testing.assert_array_equal(totals[-1], e.totals)  # the bookkeeping is right
-        for h, row in enumerate(cells):
-            expected = win_chance(totals[h], config.threshold)
-            for s, cell in enumerate(row):
-                np.testing.assert_allclose(valued.returns[cell], expected[s], rtol=1e-6)
-        checked += 1
-    assert checked >= 2
-    assert set(np.unique(valued.returns)) - {0.0, 0.5, 1.0}  # not only games' ends: estimates
-
-
-@pytest.mark.parametrize("horizon", ["hand", "episode"])
-def test_game_loss_charges_the_seats_that_lose_the_game_in_its_last_hands_returns(horizon):
-    """The same play twice (same seeds: returns do not change the actions), once paid the
-    penalty alone and once with ``game_loss`` 6: every decision of a game's last hand (with
-    ``episode``, of the whole game) has its return lowered by 6 times the share of the win its
-    seat did not get (6 for a loser, 3 for one of two winners, 0 for the winner); every other
-    decision's return is unchanged."""
-    config = Config(players=3, threshold=5)
-    paid = _collected(config, 1.0, horizon)
-    charged = _collected(config, 1.0, horizon, game_loss=6.0)
-    np.testing.assert_array_equal(paid.actions, charged.actions)
-    assert [e.episode for e in paid.episodes] == [e.episode for e in charged.episodes]
-    by_game = {(e.game, e.episode): e for e in paid.episodes}
-    last = {key: int(paid.hand[(paid.game == key[0]) & (paid.episode == key[1])].max())
-            for key in by_game}  # fmt: skip
-    changed = 0
-    for k in range(len(paid)):
-        key = (int(paid.game[k]), int(paid.episode[k]))
-        if key not in by_game:  # its game's episode is not over: nothing to check
-            continue
-        winners = by_game[key].winners
-        seat = int(paid.seat[k])
-        lost = 6.0 * (1.0 - winners[seat] / winners.sum())
-        final = horizon == "episode" or int(paid.hand[k]) == last[key]
-        expected = paid.returns[k] - (lost if final else 0.0)
-        assert charged.returns[k] == pytest.approx(expected)
-        changed += final and lost > 0
-    assert changed >= 20
-    assert not np.array_equal(paid.returns, charged.returns)
-
-
 def test_the_collector_refuses_an_unknown_horizon():
     games = BatchedGames(Config(players=3), batch=2, seed=0)
-    with pytest.raises(ValueError, match="horizon must be one of episode, hand, win; got 'turn'"):
-        DMCCollector(games, None, None, np.random.default_rng(0), 1.0, "turn")
+    with pytest.raises(ValueError, match="horizon must be one of hand, episode; got 'win'"):
+        DMCCollector(games, None, None, np.random.default_rng(0), 1.0, "win")
 
 
-def _collected(config: Config, gamma: float, horizon: str = "episode", game_loss: float = 0.0):
+def _collected(config: Config, gamma: float, horizon: str = "episode"):
     """200 or more learner decisions of finished episodes, every seat the learner's (epsilon 0.1
     around the first legal action)."""
     games = BatchedGames(config, batch=4, seed=0)
@@ -562,8 +539,7 @@ def _collected(config: Config, gamma: float, horizon: str = "episode", game_loss
         return mask.argmax(1)
 
     rng = np.random.default_rng(0)
-    collector = DMCCollector(games, None, first_legal, rng, gamma, horizon, game_loss)
-    finished = collector.collect(200, epsilon=0.1)
+    finished = DMCCollector(games, None, first_legal, rng, gamma, horizon).collect(200, 0.1)
     assert len(finished) >= 200 and finished.episodes
     return finished
 
@@ -581,7 +557,7 @@ def test_init_starts_a_dmc_run_from_a_dmc_model_files_weights(done_run):
     best = done_run / "best.safetensors"
     learner = _learner(init=str(best))
     _, state = read_dmc_model(best)
-    got = learner.state()
+    got = learner.qnet.state()
     assert got.keys() == state.keys()
     for key, value in state.items():
         np.testing.assert_array_equal(got[key], value, err_msg=key)
@@ -597,8 +573,7 @@ def test_a_dmc_file_of_nan_weights_is_refused_when_read(tmp_path):
     from agents.dmc import read_dmc_model
 
     config = make_config("dmc", net=[8], runs_dir=str(tmp_path), name="n", total_steps=0)
-    learner = DMCLearner(config)
-    good = learner.write_player(tmp_path / "good.safetensors", {})
+    good = DMCLearner(config).write_player(tmp_path / "good.safetensors", {})
     with safe_open(str(good), framework="np") as f:
         metadata = f.metadata()
         tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
@@ -608,3 +583,49 @@ def test_a_dmc_file_of_nan_weights_is_refused_when_read(tmp_path):
     with pytest.raises(ValueError, match="q.bias is not finite") as refused:
         read_dmc_model(tmp_path / "bad.safetensors")
     assert "\n" not in str(refused.value) and json.loads(metadata["model"])["algo"] == "dmc"
+
+
+@pytest.mark.parametrize("algo", ["dmc", "exit"])
+def test_a_config_json_of_282f95f_is_read_without_its_retired_settings(algo, tmp_path):
+    """A run folder made before the settings were retired (``tests/data``): read as the same run
+    where it holds what the lab does today (game_loss 0, one acting labelling, horizon hand,
+    relative false); refused in one line naming the setting and its findings page where not."""
+    payload = json.loads((ROOT / "tests" / "data" / f"config_282f95f_{algo}.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(payload))
+    config = read_config(tmp_path)
+    kept = {
+        k: v
+        for k, v in payload[algo].items()
+        if k not in ("game_loss", "acting_symmetries", "horizon", "relative")
+    }
+    assert config.algo == algo and {**vars(config.algo_config), **kept} == vars(config.algo_config)
+    assert not {"game_loss", "acting_symmetries", "relative"} & set(vars(config.algo_config))
+    page = "dmc-settings.md" if algo == "dmc" else "expert-iteration.md"
+    retired = {
+        "dmc": [("game_loss", 3.0), ("acting_symmetries", 8), ("horizon", "win")],
+        "exit": [("relative", True), ("horizon", "win")],
+    }[algo]
+    for name, value in retired:
+        (tmp_path / "config.json").write_text(
+            json.dumps({**payload, algo: {**payload[algo], name: value}})
+        )
+        with pytest.raises(TrainingError) as refused:
+            read_config(tmp_path)
+        line = str(refused.value)
+        assert f"{name} {value!r} was retired: docs/findings/{page}" in line, line
+        assert "commit 282f95f" in line and "\n" not in line
+
+
+def test_resume_takes_a_retired_setting_at_todays_value_and_refuses_another(done_run, tmp_path):
+    run = copy_run(done_run, tmp_path / "r")
+    config = json.loads((run / "config.json").read_text())
+    today = {**config, "dmc": {**config["dmc"], "game_loss": 0.0, "acting_symmetries": 1}}
+    (run / "config.json").write_text(json.dumps(today))
+    target = checkpoint_step(run / "checkpoint.safetensors") + UPDATE
+    done = train_py("--resume", run, "--total-steps", target)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run / "config.json").write_text(json.dumps({**today, "dmc": {**today["dmc"], "game_loss": 4}}))
+    done = train_py("--resume", run, "--total-steps", target + UPDATE)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert f"game_loss 4 was retired: {FINDINGS}" in lines[0]

@@ -23,9 +23,16 @@ PLAYERS = LAYOUT["players"][0]
 
 def _learner(**settings) -> DMCLearner:
     config = make_config(
-        "dmc", game=Config(players=4, threshold=5), net=[32, 16], seed=7, selfplay_batch=8,
-        decisions_per_update=UPDATE, batch_size=16, opponents=["random", "self"], **settings,
-    )  # fmt: skip
+        "dmc",
+        game=Config(players=4, threshold=5),
+        net=[32, 16],
+        seed=7,
+        selfplay_batch=8,
+        decisions_per_update=UPDATE,
+        batch_size=16,
+        opponents=["random", "self"],
+        **settings,
+    )
     config.check()
     learner = DMCLearner(config)
     learner.start()
@@ -49,11 +56,11 @@ def _sizes_trained(learner: DMCLearner, updates: int) -> list[set[int]]:
 def test_the_sizes_take_one_update_each_in_turn_and_the_model_plays_every_size():
     learner = _learner(other_tables=[2, 6])
     assert _sizes_trained(learner, 5) == [{4}, {2}, {6}, {4}, {2}]
-    assert learner.info()["players"] is None  # a model of several sizes names none
-    agent = DMCAgent(learner.state(), learner.info())
+    assert learner.qnet.info["players"] is None  # a model of several sizes names none
+    agent = learner.qnet.player()
     for players in (2, 3, 5, 6):
         plays_legal_moves(agent, players)
-    assert _learner().info()["players"] == 4
+    assert _learner().qnet.info["players"] == 4
 
 
 @pytest.mark.parametrize(
@@ -63,12 +70,17 @@ def test_each_table_deals_r3s_colours_unless_the_run_chose_its_own(colours, expe
     """R3: 4 colours at 2 players, else 6. A run at its size's default plays every other size at
     that size's default (once the 2-player tables were dealt 6 colours, a game nobody plays); a
     run that chose its colours plays them at every size."""
-    config = make_config("dmc", game=Config(players=4, colours=colours), net=[32, 16],
-                         selfplay_batch=8, other_tables=sorted(set(expected) - {4}))  # fmt: skip
+    config = make_config(
+        "dmc",
+        game=Config(players=4, colours=colours),
+        net=[32, 16],
+        selfplay_batch=8,
+        other_tables=sorted(set(expected) - {4}),
+    )
     config.check()
     learner = DMCLearner(config)
     learner.start()
-    for collector in learner.collectors:
+    for collector in learner.actors.collectors:
         game = collector.games.config
         assert game.colours == expected[game.players], game
         hands = collector.games.obs[:, LAYOUT["hand"][0]].reshape(8, 6, 9)
@@ -85,10 +97,10 @@ def test_the_first_size_keeps_the_seeds_of_a_one_size_run():
     one, mixed = _learner(), _learner(other_tables=[3])
     one.train_step()
     mixed.train_step()
-    for key, value in one.state().items():
-        np.testing.assert_array_equal(mixed.state()[key], value, err_msg=key)
+    for key, value in one.qnet.state().items():
+        np.testing.assert_array_equal(mixed.qnet.state()[key], value, err_msg=key)
     mixed.train_step()  # the next update is another table's: the weights part
-    assert not np.array_equal(mixed.state()["q.weight"], one.state()["q.weight"])
+    assert not np.array_equal(mixed.qnet.state()["q.weight"], one.qnet.state()["q.weight"])
 
 
 def test_a_resumed_run_goes_on_with_the_size_whose_turn_it_is():
@@ -96,20 +108,20 @@ def test_a_resumed_run_goes_on_with_the_size_whose_turn_it_is():
     _sizes_trained(first, 2)
     tensors, _, run = first.checkpoint()
     again = _learner(other_tables=[2, 5])
-    again.load_checkpoint(dict(tensors),
-                          {**run, "step": first.steps})  # fmt: skip
+    again.load_checkpoint(dict(tensors), {**run, "step": first.steps})
     again.start()
     assert _sizes_trained(again, 2) == [{5}, {4}]
-    assert len(again.snapshots) == len(first.snapshots)
-    assert all(pool.snapshots == again.snapshots for pool in again.pools)
+    assert len(again.qnet.snapshots) == len(first.qnet.snapshots)
+    assert all(pool.snapshots == again.qnet.snapshots for pool in again.actors.pools)
 
 
 def test_bad_table_sizes_are_one_line_errors_with_exit_code_2(tmp_path):
-    done = train_py("--runs-dir", tmp_path, "--name", "x", "--other-tables", 7, "--total-steps",
-                    64, timeout=120)  # fmt: skip
+    done = train_py(
+        "--runs-dir", tmp_path, "--name", "x", "--other-tables", 7, "--total-steps", 64, timeout=120
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert "other_tables must be table sizes (2-6 players); got [7]" in lines[0]
+    assert "other_tables must be 0-5 values, each an integer 2-6; got [7]" in lines[0]
     assert not (tmp_path / "x").exists()
 
 
@@ -118,8 +130,8 @@ def test_bad_table_sizes_are_one_line_errors_with_exit_code_2(tmp_path):
     [
         ("dmc", {"other_tables": [3, 3]}, "other_tables names a size twice; got [3, 3]"),
         ("dmc", {"other_tables": [2], "seat": 3}, "seat 3 does not exist at a table of 2"),
-        ("dmc", {"other_tables": "23"}, "other_tables must be table sizes"),
-        ("exit", {"other_tables": [1]}, "other_tables must be table sizes (2-6 players)"),
+        ("dmc", {"other_tables": "23"}, "other_tables must be 0-5 values, each an integer 2-6"),
+        ("exit", {"other_tables": [1]}, "other_tables must be 0-5 values, each an integer 2-6"),
     ],
 )
 def test_bad_table_sizes_are_refused_naming_the_setting(algo, settings, named):

@@ -4,7 +4,8 @@ README and the getting-started page show runs as written.
 The site (``mkdocs.yml``, ``docs/``, ``docs/hooks.py``) is built with ``mkdocs build --strict``:
 a broken link, a missing anchor or a page left out of the nav is a warning, so the build fails
 (checked on a copy with one of each). Its generated parts are checked against their sources: the
-benchmark tables against ``benchmarks/results/*.json``, the models page against the model cards.
+figures' tables against the JSON of ``benchmarks/results/`` and ``research/results/``, the models
+page against the model cards.
 
 Commands: each fenced ``bash`` or ``python`` block of README.md and docs/getting-started.md has a
 marker comment on the line before it, ``<!-- check: parse -->`` or ``<!-- check: run -->``,
@@ -16,6 +17,7 @@ must be what the page says it prints.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -28,8 +30,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "docs" / "getting-started.md"]
-BLOCK = re.compile(r"(?:<!-- check: (?P<mode>run|parse)(?:; (?P<sizes>[^>]*?))? -->\n)?"
-                   r"```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.DOTALL)  # fmt: skip
+BLOCK = re.compile(
+    r"(?:<!-- check: (?P<mode>run|parse)(?:; (?P<sizes>[^>]*?))? -->\n)?"
+    r"```(?P<lang>[a-z]*)\n(?P<body>.*?)```",
+    re.DOTALL,
+)
 CODE = ("bash", "python", "sh", "console")
 SCRIPTS = {"train.py": "train", "evaluate.py": "evaluate", "play.py": "play"}
 CONSOLE = {"odin-train": "train", "odin-evaluate": "evaluate", "odin-play": "play"}
@@ -81,9 +86,22 @@ def test_site_builds_strict_with_every_page(site: Path) -> None:
             else page.with_suffix(".html")
         )
         assert (site / built).is_file(), f"{page} has no page in the site"
-    for name in ("getting-started", "environment", "agents", "training", "evaluation", "replays",
-                 "webapp", "ray", "benchmarks", "models", "rules", "model-format", "records",
-                 "own-agent"):  # fmt: skip
+    for name in (
+        "getting-started",
+        "environment",
+        "agents",
+        "training",
+        "evaluation",
+        "replays",
+        "webapp",
+        "ray",
+        "benchmarks",
+        "models",
+        "rules",
+        "model-format",
+        "records",
+        "own-agent",
+    ):
         assert (site / name / "index.html").is_file(), name
 
 
@@ -101,6 +119,30 @@ def test_benchmark_tables_come_from_the_json(site: Path) -> None:
     assert f"{median:,.0f}" in page  # a figure of the table, formatted from the JSON
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         assert f"benchmarks/{script.name}" in page, f"{script.name} is not on the page"
+
+
+def test_any_page_shows_a_studys_figures_and_cites_only_committed_ones() -> None:
+    """A marker names a JSON of ``benchmarks/results/`` or ``research/results/`` (never a name
+    in both); its tables carry the file's command. Outside the Benchmarks page (whose speed
+    figures a machine may not have made yet) every marker names a committed file."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("hooks", ROOT / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    speed, studies = ({p.stem for p in folder.glob("*.json")} for folder in hooks.RESULTS)
+    assert studies and not speed & studies, f"in both folders: {sorted(speed & studies)}"
+    for folder in hooks.RESULTS:
+        for path in sorted(folder.glob("*.json")):
+            command = json.loads(path.read_text())["command"]
+            assert command in hooks.benchmark_markdown(path.stem), path.name
+    assert "No figures committed yet" in hooks.benchmark_markdown("no_such_study")
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if page.name == "benchmarks.md":
+            continue
+        for kind, name in hooks.MARKER.findall(page.read_text()):
+            if kind == "benchmark":
+                assert name in speed | studies, f"{page.name} cites {name}.json, not committed"
 
 
 def test_models_page_comes_from_the_model_cards(site: Path) -> None:
@@ -134,7 +176,7 @@ def test_strict_build_fails_on_a_broken_link_and_an_orphan_page(tmp_path: Path) 
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "docs", copy / "docs")
     shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
-    for name in ("odin_env", "agents", "odin_lab", "benchmarks"):
+    for name in ("odin_env", "agents", "odin_lab", "benchmarks", "research"):
         (copy / name).symlink_to(ROOT / name)
     (copy / "docs" / "orphan.md").write_text("# Not in the nav\n")
     with open(copy / "docs" / "agents.md", "a") as f:

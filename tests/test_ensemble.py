@@ -13,7 +13,8 @@ import pytest
 from dmc_networks import positions, random_dmc
 
 from agents.dmc import BUNDLED_DMC, DMCAgent, ensemble_state, read_dmc_model
-from agents.ppo import BUNDLED_MODEL, write_model
+from agents.ppo import BUNDLED_MODEL
+from odin_lab.files import write_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,16 +63,20 @@ def test_members_that_cannot_be_averaged_are_refused(other, named):
 
 def _train_py(*args: object) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "train.py", *map(str, args)], cwd=ROOT, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "train.py", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_train_py_ensemble_writes_a_model_that_plays_as_the_mean(tmp_path):
     small = tmp_path / "small.safetensors"
     write_model(small, *reversed(_network([64, 32, 16], 5)))
-    done = _train_py("--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble",
-                     BUNDLED_DMC, small)  # fmt: skip
+    done = _train_py(
+        "--runs-dir", tmp_path / "runs", "--name", "both", "--ensemble", BUNDLED_DMC, small
+    )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "runs" / "both" / "ensemble.safetensors"
     assert done.stdout.strip() == f"done: {out}"

@@ -16,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize(
@@ -47,8 +50,19 @@ def test_bad_input_prints_one_line_and_exits_2(args, says, tmp_path):
 def test_tournament_writes_json_csv_and_plot_and_prints_a_table(tmp_path):
     out = tmp_path / "t"
     agents = ["planner", "greedy", "random"]
-    result = run("tournament", "--agents", *agents, "--games", "6", "--threshold", "5",
-                 "--no-progress", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    result = run(
+        "tournament",
+        "--agents",
+        *agents,
+        "--games",
+        "6",
+        "--threshold",
+        "5",
+        "--no-progress",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "tournament.json").read_text())
     assert summary["games"] == 6 and summary["config"]["players"] == 3
@@ -60,18 +74,44 @@ def test_tournament_writes_json_csv_and_plot_and_prints_a_table(tmp_path):
 
 
 def test_seating_and_thresholds_write_one_figure_each(tmp_path):
-    seat = run("seating", "--agent", "greedy", "--players", "2", "3", "--start-rule", "rotate",
-               "winner", "--games", "6", "--no-progress", "--out", str(tmp_path / "s"),
-               cwd=tmp_path)  # fmt: skip
+    seat = run(
+        "seating",
+        "--agent",
+        "greedy",
+        "--players",
+        "2",
+        "3",
+        "--start-rule",
+        "rotate",
+        "winner",
+        "--games",
+        "6",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "s"),
+        cwd=tmp_path,
+    )
     assert seat.returncode == 0, seat.stderr
     cells = json.loads((tmp_path / "s" / "seating.json").read_text())["cells"]
     assert {(c["players"], c["first_player"]) for c in cells} == {
         (n, r) for n in (2, 3) for r in ("rotate", "winner")
     }
     assert (tmp_path / "s" / "seating.png").exists()
-    thr = run("thresholds", "--agents", "planner", "greedy", "--thresholds", "3", "6",
-              "--games", "4", "--no-progress", "--out", str(tmp_path / "h"),
-              cwd=tmp_path)  # fmt: skip
+    thr = run(
+        "thresholds",
+        "--agents",
+        "planner",
+        "greedy",
+        "--thresholds",
+        "3",
+        "6",
+        "--games",
+        "4",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "h"),
+        cwd=tmp_path,
+    )
     assert thr.returncode == 0, thr.stderr
     rows = json.loads((tmp_path / "h" / "thresholds.json").read_text())["rows"]
     assert [r["threshold"] for r in rows] == [3, 6]
@@ -101,21 +141,15 @@ def test_provenance_hashes_every_kind_of_model_file_it_plays(tmp_path):
 
     dmc = tmp_path / "q.safetensors"
     dmc.write_bytes(b"any bytes: the hash is of the file, not of what it holds")
-    specs = [f"dmc:{dmc}", f"linear:{BUNDLED_LINEAR}", "linear", "greedy", "search:8"]
+    specs = [f"dmc:{dmc}", f"linear:{BUNDLED_LINEAR}", "linear", "greedy"]
     assert model_files(specs) == {
         f"dmc:{dmc}": sha256(dmc),
         f"linear:{BUNDLED_LINEAR}": sha256(BUNDLED_LINEAR),
         f"linear/{BUNDLED_LINEAR.name}": sha256(BUNDLED_LINEAR),
     }
-    # A search that asks the bundled network depends on its file as much as dmc does.
-    from agents.dmc import BUNDLED_DMC
-
-    bundled = {f"dmc/{BUNDLED_DMC.name}": sha256(BUNDLED_DMC)}
-    for spec in ("search:64:net", "search:netleaf", "search:8:model:netplay"):
-        assert model_files([spec]) == bundled, spec
-    assert model_files(["search:64:model"]) == {}
+    # A search's shortlist is the one-pass network's: it depends on that file as dmc on its own.
     from agents.dmc import BUNDLED_DMC_ONE
 
     one = {f"dmc/{BUNDLED_DMC_ONE.name}": sha256(BUNDLED_DMC_ONE)}
-    assert model_files(["search:64:net:netself:one"]) == one
-    assert model_files(["search:64:net", "search:net:one"]) == {**bundled, **one}
+    for spec in ("search", "search:8", "search:5ms:race"):
+        assert model_files([spec, "greedy"]) == one, spec

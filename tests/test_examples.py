@@ -32,8 +32,11 @@ def run(script: str, *args: str, timeout: int = 300) -> subprocess.CompletedProc
     assert Path(python).exists(), f"{python} is missing: build it with `make .venv-rllib`"
     return subprocess.run(
         [python, str(ROOT / "examples" / script), *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.parametrize("script", sorted(EXAMPLES))

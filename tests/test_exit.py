@@ -1,7 +1,7 @@
 """Expert iteration (``train.py --algo exit``): the search labels every candidate of the
 learner's decisions with its mean hand penalty (soft targets), the network is fitted to them,
-the search can play out with the network itself, a seeded run is reproducible, and bad settings
-are one line naming them."""
+the search can play out with the network itself, a seeded run is reproducible, and bad or
+retired settings are one line naming them."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from agents.search import score_candidates
 from odin_env.batched import BatchedGames
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
+from odin_lab.files import write_model
 from odin_lab.training import make_config, train
 from odin_lab.training.config import TrainingError
 from odin_lab.training.dmc import DMCLearner
@@ -23,9 +24,15 @@ from odin_lab.training.exit import LABELS, ExItLearner
 from odin_lab.training.learner import GAMES_STREAM
 
 SMALL = dict(
-    opponents=["random", "greedy"], selfplay_batch=4, decisions_per_update=16, rollouts=16,
-    net=[32, 16], batch_size=32, eval_every=0, game=Config(players=3, threshold=5),
-)  # fmt: skip
+    opponents=["random", "greedy"],
+    selfplay_batch=4,
+    decisions_per_update=16,
+    rollouts=16,
+    net=[32, 16],
+    batch_size=32,
+    eval_every=0,
+    game=Config(players=3, threshold=5),
+)
 
 
 def _learner(tmp_path, **settings) -> ExItLearner:
@@ -61,10 +68,8 @@ def test_the_search_takes_a_batched_agent_as_its_playout_policy():
         score_candidates(obs[0], mask[0], rollouts=8, policy="nobody")
 
 
-@pytest.mark.parametrize("horizon", ["hand", "win"])
-def test_every_candidate_is_labelled_with_the_searchs_mean_outcome(horizon, tmp_path):
-    """``horizon`` hand: minus the search's mean penalty; win: its mean win chance."""
-    learner = _learner(tmp_path, seed=7, horizon=horizon)
+def test_every_candidate_is_labelled_with_minus_the_searchs_mean_penalty(tmp_path):
+    learner = _learner(tmp_path, seed=7)
     obs, mask = _positions(2)
     chosen = learner.expert(obs, mask)
     seeds = np.random.default_rng(spawn_seed(7, GAMES_STREAM, 0, LABELS))
@@ -73,7 +78,7 @@ def test_every_candidate_is_labelled_with_the_searchs_mean_outcome(horizon, tmp_
         scores = score_candidates(obs[k], mask[k], rollouts=16, seed=int(seeds.integers(2**63)))
         assert np.array_equal(seen, obs[k])
         assert np.array_equal(actions, np.flatnonzero(mask[k]))  # every legal action, soft
-        assert np.allclose(targets, -scores.penalty if horizon == "hand" else scores.win)
+        assert np.allclose(targets, -scores.penalty)
         assert chosen[k] == scores.best  # the seat plays the search's choice
     one = np.zeros_like(mask[:1])
     one[0, np.flatnonzero(mask[0])[0]] = 1
@@ -88,9 +93,7 @@ def test_with_top_only_the_networks_shortlist_is_searched_and_labelled(tmp_path)
     assert many.size == 3
     chosen = learner.expert(obs[many], mask[many])
     values = learner.prior.values(obs[many], mask[many])
-    assert np.array_equal(
-        values, DMCAgent(learner.state(), learner.info()).values(obs[many], mask[many])
-    )
+    assert np.array_equal(values, learner.qnet.player().values(obs[many], mask[many]))
     seeds = np.random.default_rng(spawn_seed(7, GAMES_STREAM, 0, LABELS))
     for k, (_, actions, targets) in enumerate(learner.labels):
         legal = np.flatnonzero(mask[many[k]])
@@ -102,27 +105,9 @@ def test_with_top_only_the_networks_shortlist_is_searched_and_labelled(tmp_path)
             obs[many[k]], shortlist, rollouts=16, seed=int(seeds.integers(2**63))
         )
         assert np.allclose(targets, -scores.penalty) and chosen[k] == scores.best
-    before = [v.copy() for v in learner.state().values()]
+    before = [v.copy() for v in learner.qnet.state().values()]
     learner.train_step()  # the shortlist follows the network: renewed with each update
     assert any(not np.array_equal(a, b) for a, b in zip(before, learner.prior.arrays.values()))
-
-
-def test_relative_targets_are_the_searchs_differences_at_the_networks_level(tmp_path):
-    """``relative``: the same searches, choices and shortlists; each decision's targets are the
-    plain ones shifted by one amount, to the network's mean value of the shortlist."""
-    obs, mask = _positions(40)
-    many = np.flatnonzero(mask.sum(axis=1) > 2)[:3]
-    plain = _learner(tmp_path / "plain", seed=7, top=2)
-    shifted = _learner(tmp_path / "shifted", seed=7, top=2, relative=True)
-    chosen = plain.expert(obs[many], mask[many])
-    assert np.array_equal(shifted.expert(obs[many], mask[many]), chosen)
-    values = shifted.prior.values(obs[many], mask[many])
-    assert len(shifted.labels) == len(plain.labels) == 3
-    for k, ((_, actions, raw), (_, same, targets)) in enumerate(zip(plain.labels, shifted.labels)):
-        assert np.array_equal(actions, same) and actions.size == 2
-        shift = targets - raw
-        assert np.allclose(shift, shift[0], atol=1e-6) and abs(shift[0]) > 1e-4
-        assert np.isclose(targets.mean(), values[k, actions].mean(), atol=1e-6)
 
 
 def test_a_teacher_labels_every_legal_action_with_its_values_and_plays_its_choice(tmp_path):
@@ -167,31 +152,32 @@ def test_the_fit_moves_the_network_onto_the_labels(tmp_path):
 
 
 def test_a_win_valued_init_has_its_head_refitted_to_the_penalty_labels(tmp_path):
-    """Expert iteration from a network of DMC's win horizon (values in win chance, the labels
-    in penalty): its first fit refits the head onto the labels once, and that refit (pairs
-    read through the labels' rows) more than halves the loss of the raw values."""
-    dmc = make_config("dmc", runs_dir=str(tmp_path), net=[32, 16], horizon="win",
-                      game=Config(players=3))  # fmt: skip
-    path = DMCLearner(dmc).write_player(tmp_path / "win.safetensors", {})
+    """Expert iteration from a network whose header says it values win chance (DMC's retired
+    win horizon; the labels are penalty): the file loads, its first fit refits the head onto the
+    labels once, and that refit (pairs read through the labels' rows) more than halves the loss
+    of the raw values."""
+    dmc = make_config("dmc", runs_dir=str(tmp_path), net=[32, 16], game=Config(players=3))
+    qnet = DMCLearner(dmc).qnet
+    path = write_model(tmp_path / "win.safetensors", qnet.state(), {**qnet.info, "horizon": "win"})
     learner = _learner(tmp_path / "x", init=str(path))
-    assert learner.refit_head and learner.info()["horizon"] == "hand"  # its labels' units
+    assert learner.qnet.refit_head and learner.qnet.info["horizon"] == "hand"  # its labels' units
     obs, mask = _positions(24)
     learner.expert(obs, mask)
     learner._fit(learner.labels)
-    assert not learner.refit_head  # refitted once, at the first fit
+    assert not learner.qnet.refit_head  # refitted once, at the first fit
     plain = _learner(tmp_path / "y", init=str(path))
-    plain.refit_head = False  # the same start without the refit
+    plain.qnet.refit_head = False  # the same start without the refit
     plain.expert(obs, mask)
     raw = _loss(plain, plain.labels)
     obs_t, actions, rows, targets, _, _ = plain._tensors(plain.labels)
-    plain._refit_head(obs_t, actions, targets, rows)
+    plain.qnet.refit(obs_t, actions, targets, rows)
     assert _loss(plain, plain.labels) < 0.5 * raw
 
 
 def _loss(learner: ExItLearner, labels: list) -> float:
     obs, actions, rows, targets, _, _ = learner._tensors(labels)
     with torch.no_grad():
-        return float(torch.nn.functional.mse_loss(learner.net(obs, actions, rows), targets))
+        return float(torch.nn.functional.mse_loss(learner.qnet.net(obs, actions, rows), targets))
 
 
 def test_the_replay_keeps_the_latest_labels_and_fits_on_all_of_them(tmp_path):
@@ -236,11 +222,11 @@ def test_the_replay_is_in_the_checkpoint(tmp_path):
 def test_learner_playouts_are_the_network_of_the_update_start(tmp_path):
     learner = _learner(tmp_path, playout="learner")
     assert isinstance(learner.playout, DMCAgent)
-    before = learner.state()
+    before = learner.qnet.state()
     assert all(np.array_equal(learner.playout.arrays[k], v) for k, v in before.items())
     figures = learner.train_step()
     assert figures["train/decisions"] >= 16 and learner.steps == figures["train/decisions"]
-    after = learner.state()
+    after = learner.qnet.state()
     assert any(not np.array_equal(before[k], after[k]) for k in before)
     assert all(np.array_equal(learner.playout.arrays[k], v) for k, v in after.items())
 
@@ -261,7 +247,7 @@ def test_searches_on_workers_make_the_same_run_and_a_resume_may_change_their_cou
     """``workers``: the searches of a batch run in other processes, and the checkpoint (weights,
     optimizer, replay) is byte for byte the one a single process makes; ``--workers`` may
     change on resume, and the run goes on."""
-    settings = {**SMALL, "top": 2, "relative": True, "replay": 64}
+    settings = {**SMALL, "top": 2, "replay": 64}
 
     def run(name: str, workers: int) -> dict[str, np.ndarray]:
         config = make_config(
@@ -308,21 +294,17 @@ def test_a_distillation_resumes_only_with_the_teacher_it_was_taught_by(tmp_path)
     ("settings", "named"),
     [
         ({"rollouts": 0}, "rollouts must be an integer 1-100,000"),
-        ({"playout": "nobody"}, "playout must be one of"),
-        ({"horizon": "episode"}, "horizon must be one of hand, win"),
+        ({"playout": "nobody"}, "playout must be one of greedy, shaper, planner, learner"),
         ({"epsilon": 1.5}, "epsilon must be a finite number in [0, 1]"),
-        ({"decisions_per_update": 0}, "decisions_per_update must be a positive integer"),
+        ({"decisions_per_update": 0}, "decisions_per_update must be an integer 1-1,000,000"),
         ({"replay": -1}, "replay must be an integer 0-1,000,000"),
         ({"replay": 2.5}, "replay must be an integer 0-1,000,000"),
         ({"top": -1}, "top must be an integer 0-3,634"),
-        ({"relative": True}, "the network's shortlist: it needs top (1 or more)"),
-        ({"relative": True, "top": 2, "teacher": str(BUNDLED_DMC)}, "and no teacher; got top 2"),
         ({"workers": 0}, "workers must be an integer 1-1,024"),
         ({"workers": 2, "teacher": str(BUNDLED_DMC)}, "leave workers at 1 with teacher; got"),
         ({"game": Config(reward="win")}, "exit needs reward penalty"),
         ({"teacher": "no/such.safetensors"}, "teacher: no DMC model at no/such.safetensors"),
         ({"teacher": str(BUNDLED_DMC.parent / "ppo_4p.safetensors")}, "teacher: cannot load DMC"),
-        ({"teacher": str(BUNDLED_DMC), "horizon": "win"}, "with teacher, horizon must be hand"),
     ],
 )
 def test_bad_settings_are_one_line_naming_them(tmp_path, settings, named):
@@ -330,3 +312,17 @@ def test_bad_settings_are_one_line_naming_them(tmp_path, settings, named):
     with pytest.raises(ValueError) as error:
         config.check()
     assert named in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"horizon": "win"}, "horizon 'win' was retired: docs/findings/expert-iteration.md"),
+        ({"relative": True}, "relative True was retired: docs/findings/expert-iteration.md"),
+    ],
+)
+def test_a_retired_setting_is_one_line_naming_its_findings(tmp_path, settings, named):
+    with pytest.raises(ValueError) as error:
+        make_config("exit", runs_dir=str(tmp_path), **{**SMALL, **settings})
+    assert named in str(error.value) and "commit 282f95f" in str(error.value)
+    assert "\n" not in str(error.value)

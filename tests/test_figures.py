@@ -43,13 +43,26 @@ def rate(name: str, wins: float, games: int, key: str = "agent") -> dict:
 def tournament_summary() -> dict:
     # Seat order (the summary's) differs from the win-rate order; greedy and random#2 tie.
     agents = [
-        {**rate(name, wins, 200), "mean_total": 9.0, "mean_penalty_per_hand": 2.0,
-         "ordinal": 1.0, "mu": 2.0}
+        {
+            **rate(name, wins, 200),
+            "mean_total": 9.0,
+            "mean_penalty_per_hand": 2.0,
+            "ordinal": 1.0,
+            "mu": 2.0,
+        }
         for name, wins in (("random", 3), ("planner", 117), ("greedy", 40), ("random#2", 40))
-    ]  # fmt: skip
+    ]
     seats = [{**rate(s, w, 200, "seat")} for s, w in enumerate((55, 45, 52, 48))]
-    return {"games": 200, "deals": 50, "seed": 0, "config": studies.config_dict(Config()),
-            "agents": agents, "seats": seats, "draw_rate": 0.05, "mean_hands": 3.2}  # fmt: skip
+    return {
+        "games": 200,
+        "deals": 50,
+        "seed": 0,
+        "config": studies.config_dict(Config()),
+        "agents": agents,
+        "seats": seats,
+        "draw_rate": 0.05,
+        "mean_hands": 3.2,
+    }
 
 
 def test_tournament_rows_follow_the_table_and_whiskers_are_the_wilson_bounds():
@@ -80,8 +93,15 @@ def seating_summary(rules: tuple[str, ...] = ("rotate", "winner")) -> dict:
         for n in (2, 3, 5):
             wins = rng.multinomial(300, [1 / n] * n)
             positions = [rate(s, int(w), 300, "seat") for s, w in enumerate(wins)]
-            cells.append({"players": n, "first_player": rule, "games": 300,
-                          "positions": positions, **stats.no_seat_effect(wins)})  # fmt: skip
+            cells.append(
+                {
+                    "players": n,
+                    "first_player": rule,
+                    "games": 300,
+                    "positions": positions,
+                    **stats.no_seat_effect(wins),
+                }
+            )
     return {"agent": "greedy", "games_per_cell": 300, "cells": cells}
 
 
@@ -106,16 +126,19 @@ def test_seating_panels_share_one_scale_and_no_two_series_share_an_x_position():
             ]
             expected = [(n * p["ci_low"], n * p["ci_high"]) for p in cell["positions"]]
             assert np.allclose(whiskers(container, axis=1), expected)
-            assert np.allclose(container.lines[0].get_ydata(),
-                               [n * p["win_rate"] for p in cell["positions"]])  # fmt: skip
+            assert np.allclose(
+                container.lines[0].get_ydata(), [n * p["win_rate"] for p in cell["positions"]]
+            )
     # The legend lies in its own strip, outside every panel.
     FigureCanvasAgg(fig).draw()
     (legend,) = strip.legends
     box = legend.get_window_extent()
     assert not any(box.overlaps(ax.get_window_extent()) for ax in axes)
     assert [t.get_text() for t in legend.get_texts()] == [
-        "fair share (no seat effect)", "first player: rotate", "first player: winner"
-    ]  # fmt: skip
+        "fair share (no seat effect)",
+        "first player: rotate",
+        "first player: winner",
+    ]
 
 
 def test_the_seating_legend_of_every_first_player_rule_lies_whole_inside_the_figure():
@@ -138,12 +161,23 @@ def test_seating_table_prints_wilson_bounds_not_plus_minus():
 def thresholds_summary() -> dict:
     rows = []
     for threshold, wins, draws, hands in ((5, 150, 14, 1.6), (15, 180, 6, 4.4), (30, 196, 0, 8.6)):
-        rows.append({"threshold": threshold, "games": 200, **rate(threshold, wins, 200, "t"),
-                     "mean_hands": hands, "hands_ci_low": hands - 0.1, "hands_ci_high": hands + 0.1,
-                     "draw_rate": draws / 200, **dict(zip(("draw_ci_low", "draw_ci_high"),
-                                                          stats.wilson(draws, 200)))})  # fmt: skip
-    return {"agents_specs": ["greedy", "random", "random", "random"], "rows": rows,
-            "config": studies.config_dict(Config(players=4))}  # fmt: skip
+        rows.append(
+            {
+                "threshold": threshold,
+                "games": 200,
+                **rate(threshold, wins, 200, "t"),
+                "mean_hands": hands,
+                "hands_ci_low": hands - 0.1,
+                "hands_ci_high": hands + 0.1,
+                "draw_rate": draws / 200,
+                **dict(zip(("draw_ci_low", "draw_ci_high"), stats.wilson(draws, 200))),
+            }
+        )
+    return {
+        "agents_specs": ["greedy", "random", "random", "random"],
+        "rows": rows,
+        "config": studies.config_dict(Config(players=4)),
+    }
 
 
 def test_thresholds_panels_have_intervals_and_a_fair_share_line_on_the_win_rate():

@@ -80,9 +80,11 @@ def test_g1_the_goats_name_and_id():
 
 def _position(players: int, hands: list[str], current: int, **rest) -> Game:
     return Game.from_position(
-        Config(players=players, goat=True), [ids(h) for h in hands], current,
+        Config(players=players, goat=True),
+        [ids(h) for h in hands],
+        current,
         **{k: ids(v) if isinstance(v, str) else v for k, v in rest.items()},
-    )  # fmt: skip
+    )
 
 
 def test_g3_a_goat_pair_beats_44_and_loses_to_55():

@@ -104,9 +104,11 @@ def _decide(name: str, game: Game) -> int:
 
 def _position(hands: list[str], **rest) -> Game:
     return Game.from_position(
-        GOAT_CONFIG, [ids(h) for h in hands], 0,
+        GOAT_CONFIG,
+        [ids(h) for h in hands],
+        0,
         **{k: ids(v) if isinstance(v, str) else v for k, v in rest.items()},
-    )  # fmt: skip
+    )
 
 
 def _goat_play(text: str) -> int:

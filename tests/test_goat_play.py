@@ -33,8 +33,9 @@ def goat_play(text: str) -> int:
 
 
 def test_g2_g5_a_person_names_the_goat_in_a_play_and_a_take():
-    game = Game.from_position(CONFIG, [ids("Goat Y5 R1 R2"), ids("G2 P3"), ids("P7 B8")], 0,
-                              table=ids("R4 B4"), owner=1)  # fmt: skip
+    game = Game.from_position(
+        CONFIG, [ids("Goat Y5 R1 R2"), ids("G2 P3"), ids("P7 B8")], 0, table=ids("R4 B4"), owner=1
+    )
     assert parse_move("Goat Y5", game) == parse_move("y5 goat", game) == goat_play("Goat Y5")
     with pytest.raises(MoveError, match="the Goat joins cards of one colour only"):
         parse_move("Goat R1 Y5", game)
@@ -44,8 +45,13 @@ def test_g2_g5_a_person_names_the_goat_in_a_play_and_a_take():
     shown = menu(game)
     plays = [a for a in shown if a != PASS]
     assert shown[0] == PASS and plays == sorted(plays, key=lambda a: (PLAY_SIZE[a], PLAY_NUMBER[a]))
-    taking = Game.from_position(CONFIG, [ids("R1 B2"), ids("G1 G2"), ids("P1 P2")], 0,
-                                table=ids("R8 R9"), take_from=ids("Goat Y7"))  # fmt: skip
+    taking = Game.from_position(
+        CONFIG,
+        [ids("R1 B2"), ids("G1 G2"), ids("P1 P2")],
+        0,
+        table=ids("R8 R9"),
+        take_from=ids("Goat Y7"),
+    )
     assert parse_move("take goat", taking) == parse_move("Goat", taking) == GOAT_TAKE
     assert move_name(GOAT_TAKE) == "take Goat" and move_name(goat_play("Goat Y5")) == "Y5 Goat"
 
@@ -59,10 +65,27 @@ def test_a_person_plays_a_goat_game_in_a_terminal_and_the_record_replays(tmp_pat
     seed, out = _seed_holding_the_goat(config), tmp_path / "goat.json"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
     child = pexpect.spawn(
-        sys.executable, [str(ROOT / "play.py"), "--opponents", "planner", "--goat", "--threshold",
-                         "3", "--first-player", "fixed", "--seed", str(seed), "--out", str(out)],
-        cwd=str(tmp_path), env=env, encoding="utf-8", timeout=60, dimensions=(50, 120),
-    )  # fmt: skip
+        sys.executable,
+        [
+            str(ROOT / "play.py"),
+            "--opponents",
+            "planner",
+            "--goat",
+            "--threshold",
+            "3",
+            "--first-player",
+            "fixed",
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 120),
+    )
     child.expect(r"-- your turn: hand 1, lead --")
     child.expect_exact(PROMPT)
     hand = Game(config, seed=seed).hands[0]

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agents import make
 from agents.hand import see
-from agents.search import SearchAgent, _position, _sample_hands
+from agents.search import SearchAgent
+from agents.worlds import position as _position
+from agents.worlds import sample_hands as _sample_hands
 from odin_env.cards import GOAT_BIT, parse_card
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
@@ -64,9 +65,3 @@ def test_g3_search_goes_out_with_the_goat_and_a_colour_and_plays_goat_games_to_t
     records = play_tournament(specs, config, 2, seed=5, progress=False)
     assert records == play_tournament(specs, config, 2, seed=5, progress=False, workers=2)
     assert all(r.winners for r in records)
-
-
-def test_the_table_model_refuses_a_goat_game_in_one_line():
-    game = Game(Config(players=3, goat=True), seed=2)
-    with pytest.raises(ValueError, match=r"^goat: search with the table model"):
-        make("search:16:model").act(observe(game, game.current), game.legal_mask())

@@ -56,16 +56,30 @@ def test_g1_g4_goat_hands_names_the_holder_and_the_goat_left_as_the_engine_charg
     assert kinds == {False, True}  # both outcomes met
     cell = goat_cell(records, config)
     assert cell["hands"] == sum(len(r.hands) for r in records)
-    held = sum(r.hands[h][seat] == 0 for r in records for h, (seat, _) in
-               enumerate(goat_hands(r, config)))  # fmt: skip
+    held = sum(
+        r.hands[h][seat] == 0 for r in records for h, (seat, _) in enumerate(goat_hands(r, config))
+    )
     assert cell["holder_rate"] == held / cell["hands"]
     assert cell["winner_total"] <= cell["loser_total"] and cell["fair_share"] == 1 / 3
 
 
 def test_a_goat_tournament_writes_records_that_replay_and_resume(tmp_path):
     out = tmp_path / "t"
-    args = ["tournament", "--agents", "planner", "greedy", "greedy", "--goat", "--games", "30",
-            "--seed", "4", "--no-progress", "--out", str(out)]  # fmt: skip
+    args = [
+        "tournament",
+        "--agents",
+        "planner",
+        "greedy",
+        "greedy",
+        "--goat",
+        "--games",
+        "30",
+        "--seed",
+        "4",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     summary = json.loads((out / "tournament.json").read_text())
     assert summary["config"]["goat"] is True
@@ -94,7 +108,7 @@ def test_a_goat_tournament_writes_records_that_replay_and_resume(tmp_path):
         (["goat", "--players", "1"], "players must be 2-6"),
         (["goat", "--goat"], "unrecognized arguments: --goat"),
     ],
-)  # fmt: skip
+)
 def test_goat_input_that_cannot_be_played_is_one_line_and_exit_2(args, says, tmp_path, capsys):
     out = tmp_path / "out"
     try:
@@ -117,7 +131,11 @@ def test_the_goat_study_writes_its_files_the_same_whatever_the_workers(tmp_path,
     for name in ("goat.json", "goat.csv", "goat.png"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
     cells = json.loads((one / "goat.json").read_text())["cells"]
-    assert [(c["players"], c["goat"]) for c in cells] == [(2, False), (2, True), (4, False),
-                                                          (4, True)]  # fmt: skip
+    assert [(c["players"], c["goat"]) for c in cells] == [
+        (2, False),
+        (2, True),
+        (4, False),
+        (4, True),
+    ]
     assert all(c["games"] == 24 for c in cells)
     assert cells[0]["holder_rate"] is None and 0 <= cells[1]["holder_rate"] <= 1

@@ -75,12 +75,14 @@ def test_a_goat_game_is_played_to_its_end_saved_and_replayed_without_a_leak(app,
     ("body", "status", "says"),
     [
         ({"players": 2, "opponents": ["greedy"], "goat": "yes"}, 400, "goat must be true or false"),
-        ({"players": 2, "opponents": ["ppo"], "goat": True}, 400,
-         "agent 'ppo': goat: "),
-        ({"players": 3, "opponents": ["greedy", "dmc"], "goat": True}, 400,
-         "the lab's agents that do: random, greedy, shaper, planner, search"),
+        ({"players": 2, "opponents": ["ppo"], "goat": True}, 400, "agent 'ppo': goat: "),
+        (
+            {"players": 3, "opponents": ["greedy", "dmc"], "goat": True},
+            400,
+            "the lab's agents that do: random, greedy, shaper, planner, search",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_goat_game_the_opponents_cannot_play_is_refused(app, client, body, status, says):
     response = client.post("/api/games", json=body)
     assert response.status_code == status, response.text
@@ -96,8 +98,10 @@ def test_moves_a_goat_game_cannot_take_are_refused_and_a_hint_scores_every_move(
     goat = client.post("/api/games", json=body).json()
     assert any("Goat" in a["cards"] for a in goat["view"]["legal"])  # the hint scores its moves
     for data, action, says in ((plain, 3634, "out of range"), (goat, 6702, "out of range")):
-        move = client.post(f"/api/games/{data['game_id']}/move",
-                           json={"action": action, "turn": data["view"]["turn"]})  # fmt: skip
+        move = client.post(
+            f"/api/games/{data['game_id']}/move",
+            json={"action": action, "turn": data["view"]["turn"]},
+        )
         assert move.status_code == 400 and says in move.json()["error"]
     hint = client.post(f"/api/games/{goat['game_id']}/hint", json={"ms": 300})
     assert hint.status_code == 200, hint.text  # the search plays the Goat: it hints too

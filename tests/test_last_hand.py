@@ -1,4 +1,4 @@
-"""``benchmarks/last_hand.py``: the count of who ends the last hands reads a tournament's
+"""``research/last_hand.py``: the count of who ends the last hands reads a tournament's
 games.csv right and refuses other files in one line; the rule never goes out into a game it
 loses while another legal action remains, and leaves every other choice to the network; the
 search at game point decides exactly the game-point decisions with a choice; the paired games are
@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 from odin_env.cards import parse_card
 from odin_env.observation import observe
@@ -20,7 +20,7 @@ from odin_env.rules import Config, Game
 from odin_env.spec import NUM_ACTIONS, NUM_COMBOS
 
 ROOT = Path(__file__).resolve().parents[1]
-last_hand = benchmark_file.load("last_hand")
+last_hand = research_file.load("last_hand")
 
 GAMES = """deal,rotation,seed,seats,first_leader,hand_penalties,totals,winners,winner_seats
 0,0,1,a b c,0,0-4-6;5-0-9,5-4-15,b,1
@@ -39,17 +39,46 @@ def test_count_reads_who_ended_the_last_hand_and_won_by_it(tmp_path):
     path.write_text(GAMES)
     rows = last_hand.count(path)
     led = {"led": 2, "won_led": 0, "behind": 2}  # a and b led two games each into the last hand
-    assert rows["a"] == {"games": 4, "ended": 2, "won": 2, "lost_behind": 0, **led,
-                         "behind_points": 0}  # fmt: skip
-    assert rows["b"] == {"games": 4, "ended": 1, "won": 1, "lost_behind": 0, **led,
-                         "behind_points": 0 + 9}  # fmt: skip
-    assert rows["c"] == {"games": 4, "ended": 1, "won": 1, "lost_behind": 0, "led": 0,
-                         "won_led": 0, "behind": 4, "behind_points": 9 + 0 + 9 + 9}  # fmt: skip
-    path.write_text(GAMES.replace("1,0,2,a b c,0,2-0-2;0-6-9,2-6-11,a,0",
-                                  "1,0,2,a b c,0,5-0-1;0-3-1,5-3-2,c,2"))  # fmt: skip
+    assert rows["a"] == {
+        "games": 4,
+        "ended": 2,
+        "won": 2,
+        "lost_behind": 0,
+        **led,
+        "behind_points": 0,
+    }
+    assert rows["b"] == {
+        "games": 4,
+        "ended": 1,
+        "won": 1,
+        "lost_behind": 0,
+        **led,
+        "behind_points": 0 + 9,
+    }
+    assert rows["c"] == {
+        "games": 4,
+        "ended": 1,
+        "won": 1,
+        "lost_behind": 0,
+        "led": 0,
+        "won_led": 0,
+        "behind": 4,
+        "behind_points": 9 + 0 + 9 + 9,
+    }
+    path.write_text(
+        GAMES.replace("1,0,2,a b c,0,2-0-2;0-6-9,2-6-11,a,0", "1,0,2,a b c,0,5-0-1;0-3-1,5-3-2,c,2")
+    )
     rows = last_hand.count(path)
-    assert rows["a"] == {"games": 4, "ended": 2, "won": 1, "lost_behind": 1, "led": 2,
-                         "won_led": 0, "behind": 2, "behind_points": 0}  # fmt: skip
+    assert rows["a"] == {
+        "games": 4,
+        "ended": 2,
+        "won": 1,
+        "lost_behind": 1,
+        "led": 2,
+        "won_led": 0,
+        "behind": 2,
+        "behind_points": 0,
+    }
     assert rows["c"]["won"] == 1  # it ended game 2; game 3's win is not by its going out
     assert rows["c"]["behind_points"] == 9 + 0 + 1 + 9
 
@@ -58,9 +87,12 @@ def test_count_refuses_a_file_that_is_not_a_games_csv_in_one_line(tmp_path):
     path = tmp_path / "notes.csv"
     path.write_text("a,b\n1,2\n")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "last_hand.py"), "count", str(path)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+        [sys.executable, str(ROOT / "research" / "last_hand.py"), "count", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == f"last_hand.py: {path}:2: not a row of a tournament's games.csv"
 
@@ -85,13 +117,14 @@ def _lead(totals: list[int], hand: list[str]) -> tuple[np.ndarray, np.ndarray, i
     the action that plays the whole hand."""
     others = [["B1", "B2", "B3"], ["G4", "G5", "G6"], ["P7", "P8", "P9"]]
     game = Game.from_position(
-        Config(players=4), [[parse_card(c) for c in h] for h in [hand, *others]], 0,
+        Config(players=4),
+        [[parse_card(c) for c in h] for h in [hand, *others]],
+        0,
         totals=totals,
-    )  # fmt: skip
+    )
     mask = np.zeros((1, NUM_ACTIONS), dtype=np.int8)
     mask[0, sorted(game.legal)] = 1
-    whole = [a for a in game.legal if a < NUM_COMBOS and
-             last_hand._SIZE[a] == len(hand)]  # fmt: skip
+    whole = [a for a in game.legal if a < NUM_COMBOS and last_hand._SIZE[a] == len(hand)]
     assert len(whole) == 1
     return observe(game, 0)[None], mask, whole[0]
 
@@ -149,10 +182,13 @@ class _Fixed:
 
 @pytest.mark.parametrize(
     ("totals", "hand", "searched"),
-    [([10, 5, 13, 8], ["R1", "Y1"], True), ([2, 5, 3, 8], ["R1", "Y1"], False),
-     ([10, 5, 13, 8], ["R1"], False)],
+    [
+        ([10, 5, 13, 8], ["R1", "Y1"], True),
+        ([2, 5, 3, 8], ["R1", "Y1"], False),
+        ([10, 5, 13, 8], ["R1"], False),
+    ],
     ids=["game-point", "not-game-point", "no-choice"],
-)  # fmt: skip
+)
 def test_the_search_decides_exactly_the_game_point_decisions_with_a_choice(totals, hand, searched):
     obs, mask, whole = _lead(totals, hand)
     inner, search = _Fixed(whole), _Fixed(int(np.flatnonzero(mask[0])[0]))

@@ -1,6 +1,6 @@
 """The layout's rules, checked on the code itself: imports run down (CLIs -> training ->
-evaluation -> agents -> odin_env), no circles between modules, the environment loads nothing of
-the lab's beyond itself, files stay readable."""
+evaluation -> files -> agents -> odin_env), no circles between modules, the environment loads
+nothing of the lab's beyond itself, files stay readable."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     "odin_env",
     "agents",
+    "odin_lab.files",
     "odin_lab.evaluation",
     "odin_lab.training",
     "odin_lab.webapp",
     "odin_lab.commands",
 ]
-"""Bottom to top: a package may import only itself and the ones before it, except as below."""
+"""Bottom to top: a package (or a module, ``odin_lab.files``) may import only itself and the ones
+before it, except as below."""
 CLI = "odin_lab.cli"
 """The CLIs' shared helpers: they sit on top, with the command-line tools."""
 CLI_LEVEL = {"odin_lab.webapp", "odin_lab.commands"}
@@ -46,7 +48,8 @@ def layer(name: str) -> str | None:
 def modules() -> dict[str, Path]:
     found = {}
     for package in LAYERS:
-        for path in sorted((ROOT / package.replace(".", "/")).rglob("*.py")):
+        module = ROOT / (package.replace(".", "/") + ".py")
+        for path in [module] if module.is_file() else sorted(module.with_suffix("").rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path
@@ -137,6 +140,12 @@ def test_the_environment_loads_nothing_outside_itself_and_its_libraries():
     assert "agents" not in tops and "torch" not in tops
 
 
-@pytest.mark.parametrize("name", sorted(modules()))
+def sized() -> dict[str, Path]:
+    """Every module of the layers and CLIs, and every script of research/ and benchmarks/."""
+    scripts = sorted((ROOT / "research").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
+    return {**modules(), **{str(p.relative_to(ROOT)): p for p in scripts}}
+
+
+@pytest.mark.parametrize("name", sorted(sized()))
 def test_no_module_is_over_500_lines(name):
-    assert len(modules()[name].read_text().splitlines()) <= 520
+    assert len(sized()[name].read_text().splitlines()) <= 500

@@ -91,8 +91,10 @@ def test_figure_rows_follow_the_table_and_whiskers_are_the_interval_bounds(three
     labels = {y: t.get_text() for y, t in zip(left.get_yticks(), left.get_yticklabels())}
     screen_y = {y: left.transData.transform((0, y))[1] for y in labels}
     assert [labels[y] for y in sorted(labels, key=lambda y: -screen_y[y])] == [
-        "planner", "greedy", "random"
-    ]  # fmt: skip
+        "planner",
+        "greedy",
+        "random",
+    ]
     rows = lb.ranked(summary)
     bars = [c for c in left.containers if isinstance(c, ErrorbarContainer)]
     (segments,) = [c.get_segments() for c in bars[0].lines[2]]
@@ -112,17 +114,35 @@ def test_figure_rows_follow_the_table_and_whiskers_are_the_interval_bounds(three
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), "leaderboard", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_files_are_byte_identical_for_one_or_two_workers(tmp_path):
     agents = ["planner", "shaper", "greedy", "random"]
     config = Config(players=3, threshold=5)
     summary, text = lb.leaderboard(agents, config, 6, 4, tmp_path / "w1", progress=False)
-    two = cli("--agents", *agents, "--players", "3", "--games", "6", "--threshold", "5",
-              "--seed", "4", "--workers", "2", "--no-progress", "--out", str(tmp_path / "w2"),
-              cwd=tmp_path)  # fmt: skip
+    two = cli(
+        "--agents",
+        *agents,
+        "--players",
+        "3",
+        "--games",
+        "6",
+        "--threshold",
+        "5",
+        "--seed",
+        "4",
+        "--workers",
+        "2",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "w2"),
+        cwd=tmp_path,
+    )
     assert two.returncode == 0, two.stderr
     assert text in two.stdout
     for name in FILES:
@@ -143,8 +163,23 @@ def test_ctrl_c_writes_the_finished_tables_and_says_so(tmp_path, monkeypatch, ca
     real = lb.play_tournament
     monkeypatch.setattr(lb, "play_tournament", play)
     out = tmp_path / "lb"
-    argv = ["leaderboard", "--agents", "planner", "greedy", "random", "shaper", "--players", "3",
-            "--games", "3", "--threshold", "5", "--no-progress", "--out", str(out)]  # fmt: skip
+    argv = [
+        "leaderboard",
+        "--agents",
+        "planner",
+        "greedy",
+        "random",
+        "shaper",
+        "--players",
+        "3",
+        "--games",
+        "3",
+        "--threshold",
+        "5",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     assert evaluate.main(argv) == 130
     assert "the 2 tables finished (of 4)" in capsys.readouterr().err
     saved = json.loads((out / "leaderboard.json").read_text())
@@ -168,11 +203,11 @@ def test_ctrl_c_writes_the_finished_tables_and_says_so(tmp_path, monkeypatch, ca
         (
             ["--agents", "planner", "greedy", "random", "--players", "2", "--tables", "1"],
             "--tables must be an integer 2-1,000,000",
-        ),  # fmt: skip
+        ),
         (
             ["--agents", "planner", "greedy", "random", "--players", "2", "--tables", "9" * 30],
             "--tables must be an integer 2-1,000,000",
-        ),  # fmt: skip
+        ),
         (
             ["--agents", "planner", "greedy", "random", "--games", "0"],
             "--games must be 1-1,000,000",

@@ -1,4 +1,4 @@
-"""``benchmarks/learning_curve.py``, run as a person runs it: a tiny run prints a row per (time
+"""``research/learning_curve.py``, run as a person runs it: a tiny run prints a row per (time
 point, opponent), writes the JSON, CSV, figure and loadable model files, and learns on between
 points; bad input is refused in one line before anything is written; Ctrl-C keeps the points
 measured and the learner's checkpoint, from which ``--resume`` ends the run; the evaluation
@@ -23,7 +23,7 @@ from odin_lab.training.config import TrainConfig
 from odin_lab.training.run import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "learning_curve.py"
+SCRIPT = ROOT / "research" / "learning_curve.py"
 TINY = ["--minutes", "0.05", "0.1", "--deals", "3", "--eval-seed", "5"]
 OPPONENTS = ("greedy", "planner")
 ROW = re.compile(

@@ -23,16 +23,18 @@ from agents.linear import (
     LinearAgent,
     features,
     linear_info,
+    linear_state,
     python_features,
     read_linear,
-    write_linear,
 )
-from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT
+from agents.ppo import BUNDLED_MODEL
 from agents.registry import agent_names, check_spec, has_batch_form, make, make_batch_agent
 from odin_env.batched import BatchedGames
 from odin_env.combos import SINGLE
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
+from odin_lab.files import write_model
 from odin_lab.training import make_config, train
 from odin_lab.training.cem import CEMLearner
 from odin_lab.training.checkpoints import average_models, checkpoint_step, read_run
@@ -52,16 +54,32 @@ def tiny_config(runs: Path, name: str, total: int, seed: int = 3, **settings):
         "checkpoint_every": 10**6, **settings,
     }  # fmt: skip
     return make_config(
-        "cem", name=name, runs_dir=str(runs), game=Config(players=4, threshold=5),
-        total_steps=total, seed=seed, **settings,
-    )  # fmt: skip
+        "cem",
+        name=name,
+        runs_dir=str(runs),
+        game=Config(players=4, threshold=5),
+        total_steps=total,
+        seed=seed,
+        **settings,
+    )
 
 
 @pytest.fixture(scope="module")
 def done_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    done = train_py("--runs-dir", runs, "--name", "done", "--total-steps", 1500, *TINY,
-                    "--checkpoint-every", 300, "--eval-every", 500)  # fmt: skip
+    done = train_py(
+        "--runs-dir",
+        runs,
+        "--name",
+        "done",
+        "--total-steps",
+        1500,
+        *TINY,
+        "--checkpoint-every",
+        300,
+        "--eval-every",
+        500,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (runs / "stdout.txt").write_text(done.stdout)
     return runs / "done"
@@ -208,8 +226,15 @@ def test_other_files_are_refused_by_kind_and_by_content(tmp_path):
         make(f"linear:{junk}")
     extra = _file(tmp_path / "x.safetensors", ["out"], np.zeros(1, np.float32))
     tensors = {**load_file(str(extra)), "policy/other": np.zeros(2, np.float32)}
-    save_file(tensors, str(extra), metadata={"format": MODEL_FORMAT, "version": "1",
-              "model": json.dumps(linear_info(["out"], 4))})  # fmt: skip
+    save_file(
+        tensors,
+        str(extra),
+        metadata={
+            "format": MODEL_FORMAT,
+            "version": "1",
+            "model": json.dumps(linear_info(["out"], 4)),
+        },
+    )
     with pytest.raises(ValueError, match="holds policy/weights alone"):
         make(f"linear:{extra}")
     with pytest.raises(FileNotFoundError, match="no linear model"):
@@ -218,8 +243,10 @@ def test_other_files_are_refused_by_kind_and_by_content(tmp_path):
         check_spec("linear:")
     check_spec("linear:any/path.safetensors")  # a model file: read by make, never imported
     assert has_batch_form("linear:any/path.safetensors")
-    good = write_linear(tmp_path / "g.safetensors", ["out", "pass"], [2.0, -1.0],
-                        linear_info(["out", "pass"], 4))  # fmt: skip
+    two = ["out", "pass"]
+    good = write_model(
+        tmp_path / "g.safetensors", linear_state(two, [2.0, -1.0]), linear_info(two, 4)
+    )
     assert isinstance(make_batch_agent(f"linear:{good}"), LinearAgent)
 
 
@@ -227,18 +254,29 @@ def test_cem_improves_fitness_over_its_initial_mean(tmp_path):
     """Against greedy at 3 players, eight generations of 8 candidates x 12 games move the mean
     (from 0: every action scores alike) to weights that win clearly more of 300 fresh games."""
     config = make_config(
-        "cem", name="fit", runs_dir=str(tmp_path), game=Config(players=3, threshold=5),
-        opponents=["greedy"], population=8, games_per_candidate=12, seed=4, total_steps=10**9,
-    )  # fmt: skip
+        "cem",
+        name="fit",
+        runs_dir=str(tmp_path),
+        game=Config(players=3, threshold=5),
+        opponents=["greedy"],
+        population=8,
+        games_per_candidate=12,
+        seed=4,
+        total_steps=10**9,
+    )
     config.check()
     learner = CEMLearner(config)
     learner.start()
     for _ in range(8):
         learner.train_step()
     judge = make_config(
-        "cem", game=Config(players=3, threshold=5), opponents=["greedy"], population=2,
-        games_per_candidate=300, seed=99,
-    )  # fmt: skip
+        "cem",
+        game=Config(players=3, threshold=5),
+        opponents=["greedy"],
+        population=2,
+        games_per_candidate=300,
+        seed=99,
+    )
     fitness, _, _ = CEMLearner(judge).play(np.stack([np.zeros(len(NAMES)), learner.mean]), 0)
     assert fitness[1] > fitness[0] + 0.1, fitness
 
@@ -340,8 +378,21 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
 
 
 def test_soup_averages_the_kept_players_weights(tmp_path):
-    done = train_py("--runs-dir", tmp_path, "--name", "soup", "--total-steps", 1200, "--soup",
-                    3, *TINY, "--checkpoint-every", 300, "--eval-every", 0)  # fmt: skip
+    done = train_py(
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "soup",
+        "--total-steps",
+        1200,
+        "--soup",
+        3,
+        *TINY,
+        "--checkpoint-every",
+        300,
+        "--eval-every",
+        0,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = tmp_path / "soup"
     kept = sorted((run / "kept").iterdir())
@@ -357,8 +408,10 @@ def test_soup_averages_the_kept_players_weights(tmp_path):
 
 def test_init_starts_from_a_linear_files_weights_on_a_feature_subset(tmp_path):
     subset = ["out", "combos_left", "cards_left", "pass"]
-    start = write_linear(tmp_path / "s.safetensors", ["out", "pass"], [3.0, -1.0],
-                         linear_info(["out", "pass"], 4))  # fmt: skip
+    two = ["out", "pass"]
+    start = write_model(
+        tmp_path / "s.safetensors", linear_state(two, [3.0, -1.0]), linear_info(two, 4)
+    )
     learner = CEMLearner(tiny_config(tmp_path, "i", 10, features=subset, init=str(start)))
     assert learner.mean.tolist() == [3.0, 0.0, 0.0, -1.0]
     path = train(tiny_config(tmp_path, "sub", 300, features=subset))
@@ -376,15 +429,25 @@ def test_init_starts_from_a_linear_files_weights_on_a_feature_subset(tmp_path):
         (["--population", "1"], "population must be an integer 2-4,096"),
         (["--elite-fraction", "0"], "elite_fraction must be a finite number in (0, 1]"),
         (["--noise-floor", "nan"], "noise_floor must be a finite number in [0, 1e+06]"),
-        (["--features", "out", "nope"], "features must name one or more of out,"),
+        (["--features", "out", "nope"], "values, each one of out,"),
         (["--opponents", "learner"], "'learner' has no meaning for cem"),
         (["--init", str(BUNDLED_MODEL)], "--init"),
     ],
     ids=["ppo-flag", "population", "elite", "noise", "features", "learner", "init-ppo"],
 )
 def test_bad_cem_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = train_py("--algo", "cem", "--runs-dir", tmp_path, "--name", "x", *args,
-                    "--total-steps", 64, timeout=120)  # fmt: skip
+    done = train_py(
+        "--algo",
+        "cem",
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "x",
+        *args,
+        "--total-steps",
+        64,
+        timeout=120,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert named in lines[0]

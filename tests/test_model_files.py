@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.ppo import BUNDLED_MODEL, FORMAT_VERSION, MODEL_FORMAT, PPOAgent, read_model
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT, read_model
+from agents.ppo import BUNDLED_MODEL, PPOAgent
 from agents.registry import make
 from odin_env.rules import NUM_ACTIONS
 from odin_lab.training.algorithms import make_config
@@ -106,8 +107,17 @@ def test_make_refuses_an_sb3_zip_under_any_name(evil, tmp_path, name):
 
 def test_evaluate_refuses_an_sb3_zip(evil):
     path, marker = evil
-    done = run("evaluate.py", "tournament", "--agents", f"ppo:{path}", "random", "random",
-               "random", "--games", "1")  # fmt: skip
+    done = run(
+        "evaluate.py",
+        "tournament",
+        "--agents",
+        f"ppo:{path}",
+        "random",
+        "random",
+        "random",
+        "--games",
+        "1",
+    )
     one_line_exit_2(done, "--import-sb3-zip")
     assert not marker.exists()
 
@@ -152,8 +162,17 @@ def truncated(tmp_path) -> Path:
 def test_a_truncated_model_file_is_one_clear_error(truncated, tmp_path):
     with pytest.raises(ValueError, match="not a readable odin-lab model file"):
         make(f"ppo:{truncated}")
-    done = run("evaluate.py", "tournament", "--agents", f"ppo:{truncated}", "random", "random",
-               "random", "--games", "1")  # fmt: skip
+    done = run(
+        "evaluate.py",
+        "tournament",
+        "--agents",
+        f"ppo:{truncated}",
+        "random",
+        "random",
+        "random",
+        "--games",
+        "1",
+    )
     one_line_exit_2(done, "not a readable odin-lab model file")
     runs = tmp_path / "runs"
     done = run("train.py", "--runs-dir", runs, "--name", "x", "--init", truncated, *TINY)
@@ -200,15 +219,27 @@ def test_an_sb3_zip_imports_only_through_the_opt_in_and_plays_the_same(tmp_path)
     model = build_model(config)
     model.save(tmp_path / "sb3.zip")
     runs = tmp_path / "runs"
-    done = run("train.py", "--runs-dir", runs, "--name", "imp", "--import-sb3-zip",
-               tmp_path / "sb3.zip", "--players", "4")  # fmt: skip
+    done = run(
+        "train.py",
+        "--runs-dir",
+        runs,
+        "--name",
+        "imp",
+        "--import-sb3-zip",
+        tmp_path / "sb3.zip",
+        "--players",
+        "4",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = runs / "imp" / "imported.safetensors"
     info, _ = read_model(out)
     assert info["architecture"] == {
-        "net_pi": [16], "net_vf": [8], "activation": "ReLU", "action_features": True,
+        "net_pi": [16],
+        "net_vf": [8],
+        "activation": "ReLU",
+        "action_features": True,
         "prior": "greedy",
-    }  # fmt: skip
+    }
     assert info["players"] == 4
     ref = np.load(REFERENCE, allow_pickle=False)
     obs, masks = ref["obs"][:100], np.unpackbits(ref["masks"][:100], axis=1, count=NUM_ACTIONS)
@@ -285,7 +316,8 @@ def test_the_bundled_player_plays_each_table_size_with_the_model_trained_for_it(
 def test_a_model_file_of_impossible_numbers_or_metadata_is_one_clear_error(tmp_path, change, named):
     """NaN or infinite weights, metadata of the wrong type and weights of the wrong rank are
     refused when the file is read, with one line naming the problem, never played."""
-    from agents.ppo import read_model, write_model
+    from agents.model_file import read_model
+    from odin_lab.files import write_model
 
     info, state = read_model(BUNDLED_MODEL)
     state = {k: v.copy() for k, v in state.items()}

@@ -22,34 +22,43 @@ from odin_lab.evaluation.studies import tournament, tournament_table
 
 def test_a_file_shows_as_its_stem_and_a_clash_adds_folders_until_the_names_differ():
     assert short_names(["ppo:runs/lr3/best.safetensors", "greedy", "search:300"]) == [
-        "best", "greedy", "search:300"
-    ]  # fmt: skip
+        "best",
+        "greedy",
+        "search:300",
+    ]
     assert short_names(["ppo:runs/a/best.safetensors", "ppo:runs/b/best.safetensors"]) == [
-        "a/best", "b/best"
-    ]  # fmt: skip
+        "a/best",
+        "b/best",
+    ]
     # Every kind of model file: a DMC run's and a linear player's as a PPO run's.
     assert short_names(["dmc:runs/d/best.safetensors", "linear:runs/l/fit.safetensors"]) == [
-        "best", "fit"
-    ]  # fmt: skip
+        "best",
+        "fit",
+    ]
     # One folder is not enough for these two; the second has no more, so it shows whole.
     deep = ["ppo:y/x/m.safetensors", "ppo:x/m.safetensors", "ppo:/abs/z.safetensors"]
     assert short_names(deep) == ["y/x/m", "ppo:x/m.safetensors", "z"]
     # A file named like a lab agent never takes that agent's name.
     assert short_names(["planner", "ppo:planner.safetensors"]) == [
-        "planner", "ppo:planner.safetensors"
-    ]  # fmt: skip
+        "planner",
+        "ppo:planner.safetensors",
+    ]
     # A Python file's agent keeps its attribute name; a module's shows whole.
     assert short_names(["/home/me/bots/my_agent.py:Bot", "mypkg.players:Strong"]) == [
-        "my_agent:Bot", "mypkg.players:Strong"
-    ]  # fmt: skip
+        "my_agent:Bot",
+        "mypkg.players:Strong",
+    ]
 
 
 def test_a_repeated_agent_is_numbered_and_equal_specs_share_their_short_name():
     specs = ["ppo:runs/a/best.safetensors", "random", "ppo:runs/a/best.safetensors", "random"]
     assert labels(specs) == ["best", "random", "best#2", "random#2"]
     assert seat_labels(specs, [2, 1, 0, 3], you=3) == [
-        "seat 0 (best)", "seat 1 (random)", "seat 2 (best)", "seat 3 (you)"
-    ]  # fmt: skip
+        "seat 0 (best)",
+        "seat 1 (random)",
+        "seat 2 (best)",
+        "seat 3 (you)",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +86,10 @@ def test_tournament_table_csv_and_figure_name_two_model_files_alike_and_stay_ali
     assert sorted(row.split()[0] for row in text.splitlines()[2:6]) == sorted(names)
     # A name longer than the column's default: every row's win rate still ends under the
     # header's "win rate".
-    longer = [{**a, "agent": "my_agent:AVeryPatientAgent"} if a["agent"] == "greedy" else a
-              for a in summary["agents"]]  # fmt: skip
+    longer = [
+        {**a, "agent": "my_agent:AVeryPatientAgent"} if a["agent"] == "greedy" else a
+        for a in summary["agents"]
+    ]
     header, *rows = tournament_table({**summary, "agents": longer}).splitlines()[1:6]
     end = header.index("win rate") + len("win rate")
     assert all(row[end - 1] == "%" for row in rows), rows

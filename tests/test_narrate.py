@@ -122,9 +122,13 @@ def _game(kind: str) -> Game:
         table = oracle.ids("Y2" if kind == "follow" else "B8 B7")
         return Game.from_position(C4, [hand, OTHER], 0, table=table, owner=1)
     return Game.from_position(
-        C4, [oracle.ids("G5 B9"), OTHER], 0, table=oracle.ids("R3 Y3"),
-        take_from=oracle.ids("G1 B1"), owner=0,
-    )  # fmt: skip
+        C4,
+        [oracle.ids("G5 B9"), OTHER],
+        0,
+        table=oracle.ids("R3 Y3"),
+        take_from=oracle.ids("G1 B1"),
+        owner=0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -140,15 +144,19 @@ def _game(kind: str) -> Game:
         ("lead", "R3 G5", "R3 G5 is not a combo"),
         ("lead", "R3 Y3", "led with one card, or with your whole hand"),
         ("lead", "7", "no move 7 in the menu: choose 1-4"),
-        ("follow_high", "R3 Y3", "R3 Y3 (33) does not beat B7 B8 (87): play 2 cards with a "
-         "number above 87, or 3 cards, or pass"),
+        (
+            "follow_high",
+            "R3 Y3",
+            "R3 Y3 (33) does not beat B7 B8 (87): play 2 cards with a "
+            "number above 87, or 3 cards, or pass",
+        ),
         ("follow_high", "G5", "G5 does not beat B7 B8 (87)"),
         ("follow", "take G5", "nothing to take"),
         ("take", "pass", "first take one card of G1 B1"),
         ("take", "take G5", "you can take only one of G1 B1"),
         ("take", "R3 Y3", "first take one card"),
     ],
-)  # fmt: skip
+)
 def test_a_refused_move_says_why_and_changes_nothing(kind, typed, says):
     game = _game(kind)
     before = game.snapshot()
@@ -199,14 +207,29 @@ def test_the_menu_lists_every_legal_move_once_pass_first():
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_watch_saves_a_record_that_replay_tells_the_same(tmp_path):
     out = tmp_path / "w.json"
-    watch = run("watch", "--agents", "greedy", "planner", "random", "--threshold", "4",
-                "--seed", "2", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    watch = run(
+        "watch",
+        "--agents",
+        "greedy",
+        "planner",
+        "random",
+        "--threshold",
+        "4",
+        "--seed",
+        "2",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert watch.returncode == 0, watch.stderr
     assert "\x1b[" not in watch.stdout  # not a terminal: plain text
     story = watch.stdout.splitlines()

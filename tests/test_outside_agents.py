@@ -202,8 +202,8 @@ BAD = [
     ("search:1000000000000", "search:N (N playouts per decision, 1-100,000)"),
     ("search:60001ms", "search:Nms (N milliseconds per decision, 1-60,000)"),
     # An agent that makes a bad move is named, with the move (in a worker process too).
-    ("seeded_agents:Illegal", "in seat 0 chose 3641: illegal action 3641: out of range"),
-    ("seeded_agents:Nothing", "in seat 0 chose None: int() argument must be"),
+    ("seeded_agents:Illegal", "in seat 0 of deal 0 rotation 0 chose 3641: illegal action 3641"),
+    ("seeded_agents:Nothing", "in seat 0 of deal 0 rotation 0 chose None: a NoneType, not an"),
 ]
 
 
@@ -212,16 +212,38 @@ def test_a_bad_outside_spec_is_one_line_and_exit_2_in_evaluate(outside, spec, sa
     (outside / "lib" / "broken_agents.py").write_text('raise RuntimeError("cannot start\\nmore")\n')
     (outside / "mine" / "broken.py").write_text("def oops(:\n")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), "tournament", "--agents", spec, "greedy",
-         "--games", "2", "--workers", "2", "--no-progress", "--out", "out"],
-        cwd=outside, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            str(ROOT / "evaluate.py"),
+            "tournament",
+            "--agents",
+            spec,
+            "greedy",
+            "--games",
+            "2",
+            "--workers",
+            "2",
+            "--no-progress",
+            "--out",
+            "out",
+        ],
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(outside / "lib")},
-    )  # fmt: skip
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("evaluate.py tournament: error: ")
     assert says in done.stderr and spec in done.stderr
-    assert not (outside / "out").exists()
+    # An agent that fails in play leaves its traceback (tests/test_player_failures.py), no more.
+    played = "chose" in says
+    assert (
+        sorted(os.listdir(outside / "out")) == ["failure.txt"]
+        if played
+        else not (outside / "out").exists()
+    )
 
 
 def test_the_registry_refuses_bad_specs_with_a_value_error(outside):
@@ -256,9 +278,13 @@ def test_the_web_command_refuses_a_bad_code_agent_with_one_line(outside, capsys)
 def test_play_refuses_a_bad_outside_opponent_with_one_line(outside):
     done = subprocess.run(
         [sys.executable, str(ROOT / "play.py"), "--opponents", "seeded_agents:Missing"],
-        cwd=outside, capture_output=True, text=True, timeout=60, input="",
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input="",
         env={**os.environ, "PYTHONPATH": str(outside / "lib")},
-    )  # fmt: skip
+    )
     assert done.returncode == 2
     assert done.stderr == (
         "play.py: error: agent 'seeded_agents:Missing': seeded_agents has no attribute 'Missing'\n"
@@ -268,8 +294,11 @@ def test_play_refuses_a_bad_outside_opponent_with_one_line(outside):
 def test_the_help_says_an_outside_spec_runs_your_code(outside):
     done = subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), "leaderboard", "--help"],
-        cwd=outside, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     text = " ".join(done.stdout.split())
     assert "module:Name, path/to/file.py:Name" in text and "runs your code, by your choice" in text
     assert "a model file: read as data, never run as code" in text
@@ -332,9 +361,12 @@ def test_the_own_agent_page_runs_as_written_at_a_tiny_size(tmp_path):
     for argv in commands:
         argv = sized(argv, found["sizes"])
         done = subprocess.run(
-            [sys.executable, *argv[1:]], cwd=tmp_path, capture_output=True, text=True,
+            [sys.executable, *argv[1:]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
             timeout=600,
-        )  # fmt: skip
+        )
         assert done.returncode == 0, f"{shlex.join(argv)}:\n{done.stderr[-3000:]}"
     spec = "examples/my_agent.py:SB3Agent"
     board = json.loads((tmp_path / "results" / "my-leaderboard" / "leaderboard.json").read_text())

@@ -22,9 +22,18 @@ ROOT = Path(__file__).resolve().parents[1]
 # One worker under pytest-xdist (make test runs --dist loadgroup): the wheel is built once.
 pytestmark = pytest.mark.xdist_group("packaging")
 NOT_SOURCES = shutil.ignore_patterns(
-    ".git", ".venv*", "__pycache__", "*.egg-info", "build", "runs", "results", "site",
-    ".pytest_cache", ".hypothesis", ".ruff_cache",
-)  # fmt: skip
+    ".git",
+    ".venv*",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    "runs",
+    "results",
+    "site",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+)
 
 # Run in the fresh environment, from outside the repository: the envs step, torch is absent.
 CORE_CHECK = """
@@ -77,10 +86,21 @@ def wheel(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     shutil.copytree(ROOT, tmp / "src", ignore=NOT_SOURCES)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(tmp / "src"),
-         "-w", str(tmp / "dist")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            str(tmp / "src"),
+            "-w",
+            str(tmp / "dist"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (built,) = (tmp / "dist").glob("odin_lab-*.whl")
     return built
@@ -90,8 +110,11 @@ def test_the_wheel_holds_our_three_packages_and_their_data_only(wheel: Path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert tops == {"odin_env", "agents", "odin_lab"}
-    for data in ("agents/models/ppo_4p.safetensors", "agents/models/ppo_4p.json",
-                 "odin_lab/webapp/static/index.html"):  # fmt: skip
+    for data in (
+        "agents/models/ppo_4p.safetensors",
+        "agents/models/ppo_4p.json",
+        "odin_lab/webapp/static/index.html",
+    ):
         assert data in names, data
     # Every package of ours is in it (a new subpackage missing from pyproject.toml fails here).
     for top in ("odin_env", "agents", "odin_lab"):
@@ -105,16 +128,30 @@ def test_the_core_install_alone_runs_the_envs_and_ppo_without_torch(wheel: Path,
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     done = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-compile", "-c",
-         str(ROOT / "constraints.txt"), str(wheel)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-compile",
+            "-c",
+            str(ROOT / "constraints.txt"),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     # -I: neither the repository nor PYTHONPATH on the path; the installed copy runs.
     done = subprocess.run(
-        [str(python), "-I", "-c", CORE_CHECK], cwd=tmp_path, capture_output=True, text=True,
+        [str(python), "-I", "-c", CORE_CHECK],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
         timeout=600,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(": ", 1) for line in done.stdout.strip().splitlines())
     assert lines["missing"].split() == ["torch", "scipy", "matplotlib"]

@@ -26,16 +26,32 @@ PROMPT = "your move> "
 def spawn(*args: str, cwd: Path) -> pexpect.spawn:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}  # plain text to match
     return pexpect.spawn(
-        sys.executable, [str(ROOT / "play.py"), *args], cwd=str(cwd), env=env,
-        encoding="utf-8", timeout=60, dimensions=(50, 120),
-    )  # fmt: skip
+        sys.executable,
+        [str(ROOT / "play.py"), *args],
+        cwd=str(cwd),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 120),
+    )
 
 
 def test_a_person_plays_a_whole_game_and_the_record_replays(tmp_path):
     out = tmp_path / "game.json"
     # Seat 0 leads the first trick (fixed), so the first decision is a lead.
-    child = spawn("--opponents", "random", "--threshold", "3", "--first-player", "fixed",
-                  "--seed", "5", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    child = spawn(
+        "--opponents",
+        "random",
+        "--threshold",
+        "3",
+        "--first-player",
+        "fixed",
+        "--seed",
+        "5",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     child.expect(r"-- your turn: hand 1, lead --")
     child.expect_exact(PROMPT)
     held = set(re.findall(r"seat 0 \(you\)\s+((?:[RYGB][1-9] ?)+)", child.before)[0].split())
@@ -70,8 +86,11 @@ def test_a_person_plays_a_whole_game_and_the_record_replays(tmp_path):
     assert sum(1 for s in steps[:-1] if s.seat == 0 and not s.forced) == mine
     told = subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), "replay", str(out)],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert told.returncode == 0, told.stderr
     line = next(x for x in told.stdout.splitlines() if x.startswith("Totals: "))
     assert [int(t) for t in re.findall(r"\) (\d+)", line)] == totals
@@ -80,8 +99,7 @@ def test_a_person_plays_a_whole_game_and_the_record_replays(tmp_path):
 @pytest.mark.parametrize(("stop", "code"), [("ctrl-c", 130), ("eof", 0)])
 def test_ctrl_c_and_end_of_input_save_the_unfinished_game(tmp_path, stop, code):
     out = tmp_path / "part.json"
-    child = spawn("--opponents", "random", "random", "--seed", "9", "--out", str(out),
-                  cwd=tmp_path)  # fmt: skip
+    child = spawn("--opponents", "random", "random", "--seed", "9", "--out", str(out), cwd=tmp_path)
     child.expect_exact(PROMPT)
     child.sendline("1")
     child.expect_exact(PROMPT)
@@ -136,8 +154,13 @@ def test_a_ctrl_c_just_before_the_read_still_stops_it(reader):
     """``play.py`` reads moves with :class:`LineReader`: a SIGINT whose handler is pending when
     the read begins stops it within a poll (``input()``, the control, waits for a line)."""
     try:
-        done = subprocess.run([sys.executable, "-c", _RACE, reader], capture_output=True,
-                              text=True, timeout=8, cwd=ROOT)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", _RACE, reader],
+            capture_output=True,
+            text=True,
+            timeout=8,
+            cwd=ROOT,
+        )
     except subprocess.TimeoutExpired:
         assert reader == "input"  # blocked in the read: the race the reader closes
         return
@@ -172,8 +195,11 @@ def test_the_reader_keeps_pasted_lines_and_ends_at_end_of_input():
 def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "play.py"), *args],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], result.stderr
@@ -198,8 +224,18 @@ def test_hint_and_the_take_prompt_through_a_terminal(tmp_path):
     (whose cards are the ones offered); cards are written by colour, then value; the steps
     where hints were asked are saved in the record."""
     out = tmp_path / "coached.json"
-    child = spawn("--opponents", "random", "random", "--threshold", "5", "--seed", "3",
-                  "--out", str(out), cwd=tmp_path)  # fmt: skip
+    child = spawn(
+        "--opponents",
+        "random",
+        "random",
+        "--threshold",
+        "5",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     hinted, hinted_takes = 0, 0
     while hinted_takes == 0:
         assert child.expect([r"-- your turn: hand \d+, (\w+) --", "Totals: "]) == 0, "no take"

@@ -91,9 +91,20 @@ def state(game: Game) -> tuple:
     """The state a built position must reproduce (the generator and past hands aside)."""
     owner = game.owner if game.phase in (FOLLOW, TAKING) else None
     return (
-        game.hands, game.table, owner, game.take_from, game.discard, game.known, game.set_aside,
-        game.phase, game.current, game.passes, game.legal, game.totals, game.hand_leader,
-    )  # fmt: skip
+        game.hands,
+        game.table,
+        owner,
+        game.take_from,
+        game.discard,
+        game.known,
+        game.set_aside,
+        game.phase,
+        game.current,
+        game.passes,
+        game.legal,
+        game.totals,
+        game.hand_leader,
+    )
 
 
 def check_cards(game: Game) -> None:

@@ -145,7 +145,7 @@ def test_a_prior_must_be_a_heuristic(prior):
 
 
 def test_averaging_models_averages_every_parameter_and_refuses_a_mismatch(tmp_path):
-    from agents.ppo import read_model
+    from agents.model_file import read_model
     from odin_lab.training.checkpoints import average_models
 
     paths = []

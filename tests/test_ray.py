@@ -81,11 +81,24 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
     common = ["tournament", "--agents", *specs, "--engine", "single", "--seed", "9"]
     part = tmp_path / "part"
     proc = subprocess.Popen(
-        [sys.executable, "evaluate.py", *common, "--games", str(games), "--ray", "--workers", "2",
-         "--out", str(part)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "evaluate.py",
+            *common,
+            "--games",
+            str(games),
+            "--ray",
+            "--workers",
+            "2",
+            "--out",
+            str(part),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         shown = ""
         # Read the bar as it is drawn. It counts games as they arrive, in any order; the file
@@ -113,10 +126,21 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
     # Game (d, r) does not depend on the tournament's size: the local games of the first deals.
     whole = tmp_path / "whole"
     done = subprocess.run(
-        [sys.executable, "evaluate.py", *common, "--games", str(len(records)), "--out",
-         str(whole), "--no-progress"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "evaluate.py",
+            *common,
+            "--games",
+            str(len(records)),
+            "--out",
+            str(whole),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert records == json.loads((whole / "tournament.json").read_text())["game_records"]
 
@@ -131,28 +155,73 @@ def cli_files(tmp_path: Path, name: str, args: list[str], files: list[str]) -> d
     ("args", "files"),
     [
         (
-            ["tournament", "--agents", "greedy", "random", "greedy", "random", "--games", "96",
-             "--seed", "3"],
+            [
+                "tournament",
+                "--agents",
+                "greedy",
+                "random",
+                "greedy",
+                "random",
+                "--games",
+                "96",
+                "--seed",
+                "3",
+            ],
             ["tournament.json", "games.csv", "agents.csv"],
         ),
         (
-            ["seating", "--agent", "greedy", "--players", "2", "3", "--games", "30",
-             "--start-rule", "rotate", "winner", "--seed", "4"],
+            [
+                "seating",
+                "--agent",
+                "greedy",
+                "--players",
+                "2",
+                "3",
+                "--games",
+                "30",
+                "--start-rule",
+                "rotate",
+                "winner",
+                "--seed",
+                "4",
+            ],
             ["seating.json", "seating.csv"],
         ),
         (
-            ["thresholds", "--agents", "greedy", "shaper", "--thresholds", "5", "10", "--games",
-             "24", "--seed", "5"],
+            [
+                "thresholds",
+                "--agents",
+                "greedy",
+                "shaper",
+                "--thresholds",
+                "5",
+                "10",
+                "--games",
+                "24",
+                "--seed",
+                "5",
+            ],
             ["thresholds.json", "thresholds.csv"],
         ),
         (
-            ["leaderboard", "--agents", "greedy", "random", "shaper", "--players", "2",
-             "--games", "8", "--seed", "6"],
+            [
+                "leaderboard",
+                "--agents",
+                "greedy",
+                "random",
+                "shaper",
+                "--players",
+                "2",
+                "--games",
+                "8",
+                "--seed",
+                "6",
+            ],
             ["leaderboard.json", "leaderboard.csv"],
         ),
     ],
     ids=["tournament", "seating", "thresholds", "leaderboard"],
-)  # fmt: skip
+)
 def test_a_study_on_ray_writes_the_bytes_of_one_local_worker(cluster, tmp_path, args, files):
     local = cli_files(tmp_path, "local", [*args, "--workers", "1"], files)
     # --ray alone: a local Ray; this process is already connected to the test cluster.
@@ -192,11 +261,26 @@ def test_a_worker_killed_mid_tournament_has_its_chunk_played_again(cluster):
 
 def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
     return make_config(
-        "ppo", name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
-        ray="local", actors=2, selfplay_batch=16, n_steps=64, n_envs=1, batch_size=64,
-        n_epochs=1, total_steps=total, eval_every=0, snapshot_every=128,
-        checkpoint_every=10**6, net_pi=[32], net_vf=[32], seed=7,
-    )  # fmt: skip
+        "ppo",
+        name=name,
+        runs_dir=str(runs),
+        game=Config(players=4),
+        opponents=["greedy", "self"],
+        ray="local",
+        actors=2,
+        selfplay_batch=16,
+        n_steps=64,
+        n_envs=1,
+        batch_size=64,
+        n_epochs=1,
+        total_steps=total,
+        eval_every=0,
+        snapshot_every=128,
+        checkpoint_every=10**6,
+        net_pi=[32],
+        net_vf=[32],
+        seed=7,
+    )
 
 
 def _tensors(path: Path) -> dict[str, np.ndarray]:
@@ -240,13 +324,23 @@ def test_merged_rollouts_keep_each_actors_advantages():
         next_values = rng.normal(size=n).astype(np.float32)
         adv, ret = gae(rewards, values, next_values, terminal, nxt, 0.99, 0.95)
         return Rollout(
-            obs=rng.random((n, 3), dtype=np.float32), masks=np.ones((n, 4), np.int8),
-            actions=np.zeros(n, np.int64), values=values.astype(np.float32),
-            log_probs=np.zeros(n, np.float32), rewards=rewards, terminal=terminal,
-            next_values=next_values, next_index=nxt, advantages=adv, returns=ret,
-            game=rng.integers(0, 5, n), seat=np.zeros(n, np.int64),
-            episode=np.zeros(n, np.int64), collected=n, carried=1,
-        )  # fmt: skip
+            obs=rng.random((n, 3), dtype=np.float32),
+            masks=np.ones((n, 4), np.int8),
+            actions=np.zeros(n, np.int64),
+            values=values.astype(np.float32),
+            log_probs=np.zeros(n, np.float32),
+            rewards=rewards,
+            terminal=terminal,
+            next_values=next_values,
+            next_index=nxt,
+            advantages=adv,
+            returns=ret,
+            game=rng.integers(0, 5, n),
+            seat=np.zeros(n, np.int64),
+            episode=np.zeros(n, np.int64),
+            collected=n,
+            carried=1,
+        )
 
     parts = [rollout(40), rollout(25), rollout(31)]
     merged = merge_rollouts(parts, batch=5)
@@ -284,12 +378,18 @@ def test_ray_that_cannot_be_used_is_one_line_and_nothing_written(tmp_path, argv,
         ("" if installed else "import sys; sys.modules['ray'] = None\n")  # as if not installed
         + f"import sys, {script[:-3]} as cli; sys.exit(cli.main(sys.argv[1:]))"
     )
-    out = ["--out", str(tmp_path / "out")] if script == "evaluate.py" else [
-        "--runs-dir", str(tmp_path / "runs")]  # fmt: skip
+    out = (
+        ["--out", str(tmp_path / "out")]
+        if script == "evaluate.py"
+        else ["--runs-dir", str(tmp_path / "runs")]
+    )
     done = subprocess.run(
-        [sys.executable, "-c", code, *args, *out], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-c", code, *args, *out],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and all(w in lines[0] for w in words), done.stderr

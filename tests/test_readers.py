@@ -213,8 +213,11 @@ def test_evaluate_replay_of_a_fifo_or_a_deep_file_is_one_line(tmp_path, kind):
         path.write_text("[" * 200_000)
     done = subprocess.run(
         [sys.executable, "evaluate.py", "replay", str(path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 

@@ -29,16 +29,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
-    )  # fmt: skip
+        [sys.executable, *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def run(*args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, input=stdin, capture_output=True, text=True,
+        [sys.executable, *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
         timeout=timeout,
-    )  # fmt: skip
+    )
 
 
 def lines_of(stderr: str) -> list[str]:
@@ -108,8 +116,12 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
         ["tournament.json", "games.csv", "agents.csv", "provenance.json", "notes.txt"]
     )
     # What --resume would continue from: every kept game replays to its record.
-    key = {"agents_specs": ["random"] * 4, "config": config_dict(Config(players=4, threshold=5)),
-           "seed": 5, "deals": 1000}  # fmt: skip
+    key = {
+        "agents_specs": ["random"] * 4,
+        "config": config_dict(Config(players=4, threshold=5)),
+        "seed": 5,
+        "deals": 1000,
+    }
     assert len(resume.partial_records(out, key)) == games
 
 
@@ -132,9 +144,27 @@ def test_a_worker_killed_mid_tournament_keeps_the_finished_deals_says_so_and_exi
     its lost games (multiprocessing.Pool did, for ever), keeps the deals finished, says in one
     line what happened and where they are, exits 1; --resume plays the rest."""
     out = tmp_path / "t"
-    common = ["evaluate.py", "tournament", "--agents", "random", "random", "random", "random",
-              "--threshold", "5", "--engine", "single", "--workers", "2", "--games", "4000",
-              "--seed", "5", "--out", str(out)]  # fmt: skip
+    common = [
+        "evaluate.py",
+        "tournament",
+        "--agents",
+        "random",
+        "random",
+        "random",
+        "random",
+        "--threshold",
+        "5",
+        "--engine",
+        "single",
+        "--workers",
+        "2",
+        "--games",
+        "4000",
+        "--seed",
+        "5",
+        "--out",
+        str(out),
+    ]
     proc = start(*common)
     shown = ""
     while not (counts := [int(n) for n in re.findall(r"(\d+)/4000\b", shown)]) or counts[-1] < 40:
@@ -197,8 +227,9 @@ def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest
               "--no-progress"]  # fmt: skip
     killed, whole = tmp_path / "killed", tmp_path / "whole"
     saved = killed / "tournament.json"
-    kill_9_once_saved(["-c", SAVING_OFTEN, "evaluate.py", *common, "--out", str(killed)], saved,
-                      then=0.1)  # fmt: skip
+    kill_9_once_saved(
+        ["-c", SAVING_OFTEN, "evaluate.py", *common, "--out", str(killed)], saved, then=0.1
+    )
     partial = json.loads(saved.read_text())
     games = len(partial["game_records"])
     assert partial["partial"] is True and 0 < games < 1200 and games % 4 == 0
@@ -363,12 +394,15 @@ def _swapped(document: dict) -> dict:
     [
         (["--seed", "8"], None, "was played with seed 7, not 8"),
         (["--games", "300"], None, "was played with deals_per_table 4, not 150"),
-        (["--agents", "random", "greedy", "shaper", "linear", "planner"], None,
-         "was played with agents_specs"),
+        (
+            ["--agents", "random", "greedy", "shaper", "linear", "planner"],
+            None,
+            "was played with agents_specs",
+        ),
         ([], _doctored, "game_records[0]"),
         ([], _swapped, "seats"),
     ],
-)  # fmt: skip
+)
 def test_leaderboard_resume_refuses_a_partial_result_of_other_settings_or_edited_in_one_line(
     change, edit, named, tmp_path, monkeypatch, capsys
 ):
@@ -395,10 +429,24 @@ def test_leaderboard_resume_refuses_a_partial_result_of_other_settings_or_edited
 def test_two_ctrl_c_keep_the_finished_leaderboard_tables(tmp_path):
     out = tmp_path / "lb"
     proc = start(
-        "evaluate.py", "leaderboard", "--agents", "random", "greedy", "shaper", "planner",
-        "--players", "2", "--games", "600", "--threshold", "5", "--workers", "2",
-        "--out", str(out),
-    )  # fmt: skip
+        "evaluate.py",
+        "leaderboard",
+        "--agents",
+        "random",
+        "greedy",
+        "shaper",
+        "planner",
+        "--players",
+        "2",
+        "--games",
+        "600",
+        "--threshold",
+        "5",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+    )
     err = double_ctrl_c(proc, 6 * 600, 600)
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
@@ -416,11 +464,30 @@ def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_resume_play
     real, calls = interrupt_after(monkeypatch, studies, 1)
     out = tmp_path / command
     argv = {
-        "seating": ["seating", "--agent", "greedy", "--players", "2", "3", "--start-rule",
-                    "rotate", "--games", "8"],
-        "thresholds": ["thresholds", "--agents", "greedy", "random", "--thresholds", "3", "5",
-                       "--games", "8"],
-    }[command]  # fmt: skip
+        "seating": [
+            "seating",
+            "--agent",
+            "greedy",
+            "--players",
+            "2",
+            "3",
+            "--start-rule",
+            "rotate",
+            "--games",
+            "8",
+        ],
+        "thresholds": [
+            "thresholds",
+            "--agents",
+            "greedy",
+            "random",
+            "--thresholds",
+            "3",
+            "5",
+            "--games",
+            "8",
+        ],
+    }[command]
     assert evaluate.main([*argv, "--no-progress", "--out", str(out)]) == 130
     said = lines_of(capsys.readouterr().err)
     assert said == [
@@ -443,8 +510,9 @@ def test_ctrl_c_in_seating_or_thresholds_keeps_the_rows_finished_and_resume_play
     assert (out / f"{command}.png").exists()
     capsys.readouterr()
     # Stopped before a row finished: nothing written, and the message says so.
-    monkeypatch.setattr(studies, "play_tournament", lambda *a, **k: (_ for _ in ()).throw(
-        KeyboardInterrupt))  # fmt: skip
+    monkeypatch.setattr(
+        studies, "play_tournament", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+    )
     before = snapshot(out)
     assert evaluate.main([*argv, "--no-progress", "--out", str(out)]) == 130
     said = lines_of(capsys.readouterr().err)
@@ -491,9 +559,12 @@ def small_disk(tmp_path):
     a plain folder whose writes the command's process makes fail (``("simulated", folder)``)."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True
-    ).returncode == 0  # fmt: skip
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True
+        ).returncode
+        == 0
+    )
     yield ("tmpfs" if mounted else "simulated"), disk
     if mounted:
         subprocess.run(["umount", "-l", str(disk)], check=False)
@@ -551,8 +622,17 @@ def test_a_full_disk_while_saving_the_deals_kept_after_ctrl_c_exits_130(
     monkeypatch.setattr(studies, "play_tournament", interrupted)
     monkeypatch.setattr(os, "fsync", full)
     out = tmp_path / "t"
-    argv = ["tournament", "--agents", "greedy", "random", "--games", "20", "--no-progress",
-            "--out", str(out)]  # fmt: skip
+    argv = [
+        "tournament",
+        "--agents",
+        "greedy",
+        "random",
+        "--games",
+        "20",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     assert evaluate.main(argv) == 130
     said = lines_of(capsys.readouterr().err)
     assert len(said) == 1 and "no space left" in said[0], said
@@ -635,12 +715,24 @@ def test_ctrl_c_during_the_last_write_waits_for_it_and_says_the_result_is_whole(
 
     monkeypatch.setattr(studies, "write_csv", write_csv)
     out = tmp_path / "t"
-    argv = ["tournament", "--agents", "greedy", "random", "--games", "4", "--threshold", "3",
-            "--no-progress", "--out", str(out)]  # fmt: skip
+    argv = [
+        "tournament",
+        "--agents",
+        "greedy",
+        "random",
+        "--games",
+        "4",
+        "--threshold",
+        "3",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     assert evaluate_keeping_handlers(argv) == 130
     said = lines_of(capsys.readouterr().err)
-    assert said == [f"evaluate.py tournament: interrupted: after the whole result was written "
-                    f"to {out}/"]  # fmt: skip
+    assert said == [
+        f"evaluate.py tournament: interrupted: after the whole result was written to {out}/"
+    ]
     saved = json.loads((out / "tournament.json").read_text())
     assert "partial" not in saved and saved["games"] == 4
     assert (out / "tournament.png").exists() and (out / "provenance.json").exists()
@@ -662,8 +754,23 @@ def test_ctrl_c_during_a_save_of_the_finished_deals_waits_for_it_and_stops_the_r
 
     monkeypatch.setattr(studies, "write_csv", write_csv)
     out = tmp_path / "t"
-    argv = ["tournament", "--agents", "greedy", "random", "--games", "400", "--threshold", "3",
-            "--engine", "single", "--workers", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    argv = [
+        "tournament",
+        "--agents",
+        "greedy",
+        "random",
+        "--games",
+        "400",
+        "--threshold",
+        "3",
+        "--engine",
+        "single",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     assert evaluate_keeping_handlers(argv) == 130
     said = lines_of(capsys.readouterr().err)
     assert len(said) == 1 and "the 8 deals finished are in" in said[0], said
@@ -674,7 +781,7 @@ def test_ctrl_c_during_a_save_of_the_finished_deals_waits_for_it_and_stops_the_r
 def test_worker_processes_ignore_ctrl_c_from_their_first_instruction():
     import multiprocessing as mp
 
-    from agents.processes import started_ignoring_ctrl_c
+    from odin_lab.evaluation.processes import started_ignoring_ctrl_c
 
     before = signal.getsignal(signal.SIGINT)
     with started_ignoring_ctrl_c():

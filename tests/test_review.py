@@ -149,16 +149,31 @@ def test_the_same_file_and_seed_give_the_same_review_written_beside_it(tmp_path)
     runs = []
     for _ in range(2):
         done = subprocess.run(
-            [sys.executable, str(ROOT / "evaluate.py"), "review", str(path), "--seat", "2",
-             "--rollouts", "32", "--seed", "7"],
-            capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "evaluate.py"),
+                "review",
+                str(path),
+                "--seat",
+                "2",
+                "--rollouts",
+                "32",
+                "--seed",
+                "7",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
         runs.append(out.read_bytes())
     assert runs[0] == runs[1]
     written = json.loads(runs[0])
-    assert written == {"file": str(path), **review_record(load_records(path), 0, 2, rollouts=32,
-                                                           seed=7)}  # fmt: skip
+    assert written == {
+        "file": str(path),
+        **review_record(load_records(path), 0, 2, rollouts=32, seed=7),
+    }
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tournament.json", out.name]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("Review of game 0 of") and "seat 2 (random)" in lines[0]
@@ -212,8 +227,9 @@ def test_a_four_player_game_to_15_is_reviewed_within_a_minute(tmp_path):
         (["PERSON", "--seat", "2"], "--seat must be 0-1 (2 players)"),
     ],
 )
-def test_bad_review_input_is_one_line_exit_2_and_writes_nothing(args, says, tmp_path, monkeypatch,
-                                                                capsys):  # fmt: skip
+def test_bad_review_input_is_one_line_exit_2_and_writes_nothing(
+    args, says, tmp_path, monkeypatch, capsys
+):
     from odin_lab.commands import evaluate
 
     config = Config(players=3, threshold=3)

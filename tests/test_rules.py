@@ -354,9 +354,13 @@ def test_r12_a_play_of_k_cards_and_a_take_leave_n_minus_k_plus_one(
 @pytest.mark.parametrize("episode", ["hand", "game"])
 def test_r13_hand_ends_the_moment_a_player_has_no_cards(episode: str) -> None:
     game = at(
-        ["R1 R2 R3", "Y5", "G1 G2", "B1 B2 B3 B4"], 1,
-        table="R4", owner=0, hand_leader=0, episode=episode,
-    )  # fmt: skip
+        ["R1 R2 R3", "Y5", "G1 G2", "B1 B2 B3 B4"],
+        1,
+        table="R4",
+        owner=0,
+        hand_leader=0,
+        episode=episode,
+    )
     rewards = game.apply(combos.combo_index(ids("Y5")))
     assert game.history == [(3, 0, 2, 4)]
     assert rewards == [-3.0, 0.0, -2.0, -4.0]
@@ -398,8 +402,7 @@ def test_r14_penalties_add_up_and_the_game_ends_when_a_total_reaches_or_passes(
 @pytest.mark.parametrize("reward", ["penalty", "win"])
 def test_r14_a_tie_on_the_lowest_total_is_a_shared_win(reward: str) -> None:
     # Before: 10, 4, 6, 6; seat 3 goes out; after: 15, 6, 9, 6: seats 1 and 3 tie on 6.
-    game = at(["R1 R2 R3 R4 R5", "Y1 Y2", "G1 G2 G3", "B1"], 3, totals=[10, 4, 6, 6],
-              reward=reward)  # fmt: skip
+    game = at(["R1 R2 R3 R4 R5", "Y1 Y2", "G1 G2 G3", "B1"], 3, totals=[10, 4, 6, 6], reward=reward)
     rewards = game.apply(combos.combo_index(ids("B1")))
     assert game.totals == [15, 6, 9, 6]
     assert game.is_over
@@ -455,9 +458,8 @@ def test_r15_random_rule_draws_each_hand_reproducibly() -> None:
 
 @pytest.mark.parametrize(
     ("rule", "first_leaders"),
-    [("rotate", {0, 1, 2, 3}), ("winner", {0, 1, 2, 3}), ("random", {0, 1, 2, 3}),
-     ("fixed", {0})],
-)  # fmt: skip
+    [("rotate", {0, 1, 2, 3}), ("winner", {0, 1, 2, 3}), ("random", {0, 1, 2, 3}), ("fixed", {0})],
+)
 def test_r15_first_hand_leader(rule: str, first_leaders: set[int]) -> None:
     seen = {Game(Config(first_player=rule), seed=s).current for s in range(40)}
     assert seen == first_leaders

@@ -61,8 +61,19 @@ def best_score(run: Path) -> float:
 @pytest.fixture(scope="module")
 def done_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    done = train("--runs-dir", runs, "--name", "done", "--total-steps", 200, *TINY,
-                 "--checkpoint-every", 64, "--eval-every", 64)  # fmt: skip
+    done = train(
+        "--runs-dir",
+        runs,
+        "--name",
+        "done",
+        "--total-steps",
+        200,
+        *TINY,
+        "--checkpoint-every",
+        64,
+        "--eval-every",
+        64,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (runs / "stdout.txt").write_text(done.stdout)
     (runs / "stderr.txt").write_text(done.stderr)
@@ -170,8 +181,19 @@ def test_the_final_evaluation_says_what_happened_and_what_to_do_next(done_run):
 
 
 def test_batched_total_steps_and_its_progress_bar(tmp_path):
-    done = train("--runs-dir", tmp_path, "--name", "b", "--total-steps", 100, *BATCHED,
-                 "--checkpoint-every", 64, "--eval-every", 0)  # fmt: skip
+    done = train(
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "b",
+        "--total-steps",
+        100,
+        *BATCHED,
+        "--checkpoint-every",
+        64,
+        "--eval-every",
+        0,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     step = checkpoint_step(tmp_path / "b" / "checkpoint.safetensors")
     assert 100 <= step < 100 + MOST_PER_UPDATE
@@ -194,8 +216,21 @@ def test_a_run_that_fails_to_start_leaves_no_folder(done_run, tmp_path, bad):
     if bad == "other_architecture":
         init = done_run / "best.safetensors"  # 32-unit layers; this run asks for 16
     runs = tmp_path / "runs"
-    done = train("--runs-dir", runs, "--name", "x", "--init", init, *TINY, "--net-pi", 16,
-                 "--net-vf", 16, "--total-steps", 64)  # fmt: skip
+    done = train(
+        "--runs-dir",
+        runs,
+        "--name",
+        "x",
+        "--init",
+        init,
+        *TINY,
+        "--net-pi",
+        16,
+        "--net-vf",
+        16,
+        "--total-steps",
+        64,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "--init" in lines[0], done.stderr
     assert not (runs / "x").exists()
@@ -204,8 +239,19 @@ def test_a_run_that_fails_to_start_leaves_no_folder(done_run, tmp_path, bad):
 def test_sigterm_saves_the_step_count_of_the_last_completed_update(tmp_path):
     """What is saved on SIGTERM is the count the weights were trained on, whole updates."""
     run = tmp_path / "t"
-    proc = start("--runs-dir", tmp_path, "--name", "t", "--total-steps", 10**7, *TINY,
-                 "--checkpoint-every", ROLLOUT, "--eval-every", 0)  # fmt: skip
+    proc = start(
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "t",
+        "--total-steps",
+        10**7,
+        *TINY,
+        "--checkpoint-every",
+        ROLLOUT,
+        "--eval-every",
+        0,
+    )
     checkpoint = run / "checkpoint.safetensors"
     deadline = time.monotonic() + 180
     while not checkpoint.exists() and time.monotonic() < deadline:
@@ -224,8 +270,19 @@ def test_two_ctrl_c_50_ms_apart_save_the_checkpoint_once_without_a_traceback(tmp
     """The second signal waits for the checkpoint the first one asked for: exit 130, one true
     line, and the checkpoint on disk is the one it names."""
     run = tmp_path / "twice"
-    proc = start("--runs-dir", tmp_path, "--name", "twice", "--total-steps", 10**7, *TINY,
-                 "--checkpoint-every", ROLLOUT, "--eval-every", 0)  # fmt: skip
+    proc = start(
+        "--runs-dir",
+        tmp_path,
+        "--name",
+        "twice",
+        "--total-steps",
+        10**7,
+        *TINY,
+        "--checkpoint-every",
+        ROLLOUT,
+        "--eval-every",
+        0,
+    )
     checkpoint = run / "checkpoint.safetensors"
     deadline = time.monotonic() + 180
     while not checkpoint.exists() and time.monotonic() < deadline:

@@ -1,5 +1,6 @@
 """The search player (``agents.search``): it sees only the observation, samples the unseen cards
-consistently with it, is deterministic for a seed, and plays better than the policy it rolls out."""
+consistently with it, is deterministic for a seed, and plays better than the policy it rolls out;
+its specs, and the one line that refuses a retired option."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import pytest
 
 from agents.hand import see
 from agents.registry import make
-from agents.search import SearchAgent, _position, _sample_hands, win_chance
+from agents.search import SearchAgent
+from agents.worlds import position as _position
+from agents.worlds import sample_hands as _sample_hands
 from odin_env.cards import cards_of
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
+from odin_env.scoring import win_chance
 from odin_lab.evaluation.tournament import play_deals
 
 
@@ -45,12 +49,17 @@ def _relaid(game: Game, seat: int, rng: np.random.Generator) -> Game:
     table = cards_of(int(_table_bits(game))) if game.table >= 0 else None
     following = table is not None and not game.take_from
     return Game.from_position(
-        game.config, hands, game.current, table=table,
+        game.config,
+        hands,
+        game.current,
+        table=table,
         owner=game.owner if following else None,
         take_from=cards_of(game.take_from) if game.take_from else None,
-        passes=game.passes, discard=cards_of(game.discard),
-        known=[cards_of(k) for k in game.known], totals=game.totals,
-    )  # fmt: skip
+        passes=game.passes,
+        discard=cards_of(game.discard),
+        known=[cards_of(k) for k in game.known],
+        totals=game.totals,
+    )
 
 
 def _table_bits(game: Game) -> int:
@@ -61,17 +70,18 @@ def _table_bits(game: Game) -> int:
 
 @pytest.mark.parametrize(
     "players,spec",
-    [(2, "search:48"), (4, "search:48"), (5, "search:48"), (4, "search:48:net"),
-     (4, "search:48:netplay"), (3, "search:48:net:netself"), (4, "search:48:netleaf"),
-     (4, "search:256:net:race"), (3, "search:128:race"), (4, "search:48:penalty"),
-     (4, "search:256:race:penalty"), (4, "search:48:net:netself:one"),
-     (4, "search:48:post"), (4, "search:48:net:one:deep")],
-)  # fmt: skip
+    [
+        (2, "search:48"),
+        (4, "search:48"),
+        (5, "search:48"),
+        (4, "search:256:race"),
+        (3, "search:128:race"),
+    ],
+)
 def test_the_decision_depends_only_on_what_the_seat_sees(players: int, spec: str) -> None:
     """Two positions that differ only in the other seats' hidden cards: same observation, same
-    action for the same seed (and the hidden cards really differ); also with the bundled
-    network's shortlist (``:net``) and with it playing the playouts (``:netplay``, ``:netself``),
-    and with the one-pass network in those roles (``:one``)."""
+    action for the same seed (and the hidden cards really differ), the shortlist's network and
+    the race included."""
     config = Config(players=players, threshold=15)
     rng = np.random.default_rng(players)
     checked = 0
@@ -160,10 +170,13 @@ def test_search_beats_the_policy_it_plays_out() -> None:
 def test_budgets_by_spec_and_a_time_budget_that_stops() -> None:
     from agents.registry import check_spec
 
-    assert make("search").rollouts == 512 and make("search:64").rollouts == 64
+    plain = make("search")
+    assert (plain.rollouts, plain.ms, plain.race) == (512, None, False)
+    assert make("search:64").rollouts == 64 and make("search:race").race
     timed = make("search:5ms")
-    assert timed.ms == 5
-    for bad in ("search:0", "search:ms", "search:-3", "search:5s", "search:x"):
+    assert timed.ms == 5 and make("search:5ms:race").race
+    bad_specs = "search:0 search:ms search:-3 search:5s search:x search:race:64 search:64:rac"
+    for bad in [*bad_specs.split(), "search:64:race:race", "search:64:"]:
         with pytest.raises(ValueError, match="search:N .*search:Nms"):
             check_spec(bad)
     for kwargs in ({"rollouts": 0}, {"ms": 0}, {"ms": "5"}, {"policy": "search"}):
@@ -176,3 +189,35 @@ def test_budgets_by_spec_and_a_time_budget_that_stops() -> None:
     start = time.perf_counter()
     assert mask[timed.act(obs, mask)] == 1
     assert time.perf_counter() - start < 2.0  # one round at least, then it stops
+
+
+RETIRED = "deep 512:net:one 64:model 5ms:post netplay 64:net:netself netleaf:race penalty"
+
+
+@pytest.mark.parametrize("spec", [f"search:{rest}" for rest in RETIRED.split()])
+def test_a_retired_option_is_one_line_naming_its_findings_and_commit(spec: str) -> None:
+    """Each option that did not pay is refused, alone or among others, in one line that says
+    where its figures are and the commit where its commands still run; ``:net`` and ``:one``
+    also say that the plain search now shortlists with the one-pass network."""
+    from agents.registry import RETIRED_SEARCH_OPTIONS
+
+    with pytest.raises(ValueError) as refused:
+        make(spec)
+    line = str(refused.value)
+    assert "\n" not in line and f"agent spec {spec!r}" in line
+    assert "docs/findings/search.md" in line and "commit 282f95f" in line
+    named = [o for o in spec.split(":") if o in RETIRED_SEARCH_OPTIONS]
+    assert named and all(f":{o}" in line for o in named)
+    assert ("one-pass network" in line) == bool({"net", "one"} & set(named))
+
+
+def test_the_docs_show_the_search_specs_as_the_code_describes_them() -> None:
+    """docs/agents.md's table of the search specs is :func:`agents.registry.search_table`, made
+    from the one description that the CLIs' help and the refusals are made from."""
+    from pathlib import Path
+
+    from agents.registry import SEARCH_SPECS, search_table, spec_help
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text()
+    assert f"\n{search_table()}\n" in page
+    assert all(f"{form} ({meaning})" in spec_help() for form, meaning in SEARCH_SPECS.items())

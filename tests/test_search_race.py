@@ -10,7 +10,7 @@ import pytest
 
 import agents.search as search_module
 from agents.registry import make
-from agents.search import RACE_ROUND, RACE_Z, SearchAgent, _still_racing
+from agents.search import PRIOR, RACE_ROUND, RACE_Z, SearchAgent, _still_racing
 from odin_env.cards import card_id
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
@@ -59,8 +59,10 @@ def _going_out() -> tuple[np.ndarray, np.ndarray]:
     leaves it a card against three hands of five."""
     config = Config(players=4, threshold=15)
     mine = [card_id(0, 5), card_id(1, 5)]
-    others = [[card_id(c, v) for c, v in zip(range(6), vs)] for vs in ((1, 2, 3, 4, 6),
-              (2, 3, 4, 6, 7), (3, 4, 6, 7, 8))]  # fmt: skip
+    others = [
+        [card_id(c, v) for c, v in zip(range(6), vs)]
+        for vs in ((1, 2, 3, 4, 6), (2, 3, 4, 6, 7), (3, 4, 6, 7, 8))
+    ]
     game = Game.from_position(config, [mine, *others], 0)
     return observe(game, 0), game.legal_mask()
 
@@ -93,20 +95,20 @@ def test_the_race_keeps_within_its_cap_and_plays_one_round_at_least() -> None:
     for seed, obs, mask in _first_decisions(20, fewest=4):
         count = int(mask.sum())
         for cap in (RACE_ROUND, 1000):
-            agent = _Counted(seed=seed, rollouts=cap, race=True)
+            agent = _Counted(seed=seed, rollouts=cap, race=True, prior=None)
             action = agent.act(obs, mask)
             assert mask[action] == 1
             assert agent.playouts <= max(cap, RACE_ROUND * count)
             assert agent.playouts >= RACE_ROUND * count
-            again = _Counted(seed=seed, rollouts=cap, race=True)
+            again = _Counted(seed=seed, rollouts=cap, race=True, prior=None)
             assert again.act(obs, mask) == action and again.playouts == agent.playouts
         checked += 1
     assert checked >= 5
 
 
 def test_race_by_spec() -> None:
-    agent = make("search:4096:net:race")
-    assert agent.race and agent.rollouts == 4096 and agent.prior is not None
+    agent = make("search:4096:race")
+    assert agent.race and agent.rollouts == 4096 and agent.prior == PRIOR
     assert not make("search:64").race
     with pytest.raises(ValueError, match=":race"):
         make("search:64:race:race")
@@ -127,44 +129,3 @@ def test_a_timed_race_stops_on_the_clock(ms, rounds, monkeypatch) -> None:
     agent = _Counted(seed=5, ms=ms, race=True)
     agent.act(obs, mask)
     assert agent.playouts == rounds * RACE_ROUND * int(mask.sum())
-
-
-def test_penalty_ranks_by_the_fewest_cards_left_on_the_same_worlds() -> None:
-    """``:penalty`` plays the candidate of lowest mean penalty over the very worlds the plain
-    search scores (the same seed), where the plain search plays the highest mean win chance;
-    in a race, the paired outcome is minus the penalty."""
-    differ = 0
-    for seed, obs, mask in _first_decisions(40, fewest=3):
-        scores = SearchAgent(seed=seed, rollouts=96).evaluate(obs, mask)
-        lowest = int(scores.actions[int(np.argmin(scores.penalty))])
-        assert make("search:96:penalty", seed=seed).act(obs, mask) == lowest
-        assert make("search:96", seed=seed).act(obs, mask) == scores.best
-        differ += lowest != scores.best
-    assert differ >= 1  # the two rankings are not the same rule
-    # A race on penalty: an evident best (going out: no penalty) still ends after one round.
-    obs, mask = _going_out()
-    agent = _Counted(seed=5, rollouts=4096, race=True, penalty=True)
-    assert agent.act(obs, mask) == SearchAgent(seed=5, rollouts=256).evaluate(obs, mask).best
-    assert agent.playouts == RACE_ROUND * int(mask.sum())
-
-
-def test_a_penalty_race_compares_minus_the_cards_left(monkeypatch) -> None:
-    seen = []
-
-    def keep_all(outcomes):
-        seen.append(outcomes.copy())
-        return np.ones(outcomes.shape[1], bool)
-
-    monkeypatch.setattr(search_module, "_still_racing", keep_all)
-    game = Game(Config(players=4, threshold=15), seed=3)
-    game.play_forced()
-    obs, mask = observe(game, game.current), game.legal_mask()
-    for penalty in (False, True):
-        seen.clear()
-        SearchAgent(seed=1, rollouts=RACE_ROUND * int(mask.sum()), race=True,
-                    penalty=penalty).act(obs, mask)  # fmt: skip
-        outcomes = seen[-1]
-        if penalty:  # minus whole cards left
-            assert (outcomes <= 0).all() and (outcomes == np.round(outcomes)).all()
-        else:  # win chances
-            assert ((outcomes > 0) & (outcomes < 1)).any() and (outcomes >= 0).all()

@@ -1,4 +1,4 @@
-"""``benchmarks/search_strength.py``: the search's games are the same whatever the worker count
+"""``research/search_strength.py``: the search's games are the same whatever the worker count
 and however the deals are cut into parts, the parts make the whole tournament, and a stopped run
 resumes from the parts it wrote."""
 
@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 ROOT = Path(__file__).resolve().parents[1]
-search_strength = benchmark_file.load("search_strength")
+search_strength = research_file.load("search_strength")
 
 TIMINGS = ("median_ms", "p90_ms")
 
@@ -35,8 +35,16 @@ def test_the_games_do_not_depend_on_workers_or_parts(monkeypatch):
 
 def test_a_stopped_run_resumes_from_the_parts_it_finished(monkeypatch, tmp_path):
     monkeypatch.setattr(search_strength, "PART", 2)
-    run = dict(spec="search:4", opponent="greedy", players=3, threshold=15, deals=5, seed=7,
-               workers=1, out=tmp_path)  # fmt: skip
+    run = dict(
+        spec="search:4",
+        opponent="greedy",
+        players=3,
+        threshold=15,
+        deals=5,
+        seed=7,
+        workers=1,
+        out=tmp_path,
+    )
     whole = search_strength.measure(**run)
     folder = tmp_path / "parts" / "search_4"
     names = ["deals-0-1.json", "deals-2-3.json", "deals-4-4.json"]
@@ -63,11 +71,30 @@ def test_a_part_of_another_run_is_one_line_and_exit_2(tmp_path):
     part.write_text(json.dumps({"settings": {"seed": 1}, "records": [], "times": []}))
     before = part.read_bytes()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
-         "--opponent", "greedy", "--players", "3", "--deals", "1", "--seed", "7", "--workers",
-         "1", "--out", str(tmp_path), "--resume"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "research" / "search_strength.py"),
+            "--budgets",
+            "4",
+            "--opponent",
+            "greedy",
+            "--players",
+            "3",
+            "--deals",
+            "1",
+            "--seed",
+            "7",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--resume",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 2
     line = done.stderr.strip().splitlines()[-1]
     assert str(part) in line and "not a part of this run" in line and "--resume" in line
@@ -111,27 +138,41 @@ def test_see_all_gives_the_search_the_true_hands_laid_out_as_its_worlds(tmp_path
     records = play_deals(table, Config(players=3, threshold=15), 1, seed=11, watch=seeing.watch)
     assert len(records) == 3 and len(checked) > 10
 
-    row = search_strength.measure("search:4", "greedy", 3, 15, deals=1, seed=7, workers=1,
-                                  out=tmp_path, sees=1.0)  # fmt: skip
+    row = search_strength.measure(
+        "search:4", "greedy", 3, 15, deals=1, seed=7, workers=1, out=tmp_path, sees=1.0
+    )
     assert row["agent"] == "search:4 (sees every hand)" and row["games"] == 3
     assert [p.name for p in (tmp_path / "parts").iterdir()] == ["search_4_sees_all"]
 
 
 @pytest.mark.parametrize(
     "bad,message",
-    [(["--see-share", "1.5"], "--see-share must be a chance between 0 and 1"),
-     (["--see-share", "0.5", "--see-all"], "give one of them"),
-     (["--others", "nobody"], "--others: unknown agent spec 'nobody'"),
-     (["--others", "search:8"], "has no batched form"),
-     (["--others", "dmc:no.safetensors"], "--others: no DMC model at no.safetensors"),
-     (["--others", "greedy", "--budgets", "4:netplay"], "each set the playouts' other seats")],
-)  # fmt: skip
+    [
+        (["--see-share", "1.5"], "--see-share must be a chance between 0 and 1"),
+        (["--see-share", "0.5", "--see-all"], "give one of them"),
+        (["--others", "nobody"], "--others: unknown agent spec 'nobody'"),
+        (["--others", "search:8"], "has no batched form"),
+        (["--others", "dmc:no.safetensors"], "--others: no DMC model at no.safetensors"),
+    ],
+)
 def test_bad_see_share_or_others_is_one_line_and_exit_2(bad, message, tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "search_strength.py"), "--budgets", "4",
-         "--deals", "1", "--out", str(tmp_path / "out"), *bad],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "research" / "search_strength.py"),
+            "--budgets",
+            "4",
+            "--deals",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            *bad,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 2 and message in done.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "out").exists()
 
@@ -144,8 +185,14 @@ def test_see_share_keeps_that_share_of_the_hidden_cards_in_their_seats_and_deals
     deck = rng.permutation(54)
     truth = [sum(1 << int(c) for c in deck[9 * s : 9 * s + 9]) for s in range(4)]
     known = [0, 1 << int(deck[9]), 0, (1 << int(deck[27])) | (1 << int(deck[28]))]
-    unseen = np.array(sorted(set(range(54)) - set(int(c) for c in deck[:9]) - {9, 27, 28}
-                             - {int(deck[9]), int(deck[27]), int(deck[28])}))  # fmt: skip
+    unseen = np.array(
+        sorted(
+            set(range(54))
+            - set(int(c) for c in deck[:9])
+            - {9, 27, 28}
+            - {int(deck[9]), int(deck[27]), int(deck[28])}
+        )
+    )
     needs = [0, 8, 9, 7]
     hidden = sum(needs)
     for share in (0.0, 0.5, 0.9):
@@ -169,11 +216,9 @@ def test_see_share_keeps_that_share_of_the_hidden_cards_in_their_seats_and_deals
         assert abs(right.mean() - expected) < 0.03, (share, right.mean(), expected)
 
 
-def test_others_plays_the_other_seats_of_the_playouts_and_the_own_seat_as_before(tmp_path):
-    """``--others SPEC`` (:func:`model_others`): the playouts' other seats are SPEC's, the
-    searcher's own seat stays the spec's (``planner``, or the network with ``:netself``); its
-    rows and parts are its own."""
-    from agents.dmc import DMCAgent
+def test_others_plays_every_seat_of_the_playouts(tmp_path):
+    """``--others SPEC`` (:func:`model_others`): every seat of the playouts is SPEC's; its rows
+    and parts are its own."""
     from agents.registry import make
     from agents.search import SearchAgent
     from odin_env.observation import observe
@@ -188,16 +233,14 @@ def test_others_plays_the_other_seats_of_the_playouts_and_the_own_seat_as_before
     assert mask.sum() > 2
     search = make("search:64", seed=4)
     search_strength.model_others(search, "greedy")
-    split = search.evaluate(obs, mask).win
-    reference = SearchAgent(seed=4, rollouts=64, policy="greedy", own="planner")
-    np.testing.assert_array_equal(split, reference.evaluate(obs, mask).win)
-    assert not np.array_equal(split, make("search:64", seed=4).evaluate(obs, mask).win)
-    netself = make("search:8:net:netself:one")
-    search_strength.model_others(netself, "shaper")
-    assert isinstance(netself.own, DMCAgent) and not isinstance(netself.policy, DMCAgent)
+    others = search.evaluate(obs, mask).win
+    reference = SearchAgent(seed=4, rollouts=64, policy="greedy")
+    np.testing.assert_array_equal(others, reference.evaluate(obs, mask).win)
+    assert not np.array_equal(others, make("search:64", seed=4).evaluate(obs, mask).win)
 
-    row = search_strength.measure("search:4", "greedy", 3, 15, deals=1, seed=7, workers=1,
-                                  out=tmp_path, others="random")  # fmt: skip
+    row = search_strength.measure(
+        "search:4", "greedy", 3, 15, deals=1, seed=7, workers=1, out=tmp_path, others="random"
+    )
     assert row["agent"] == "search:4 (others played out by random)" and row["games"] == 3
     [folder] = (tmp_path / "parts").iterdir()
     assert folder.name == "search_4_others_random"

@@ -195,9 +195,15 @@ def test_seeded_training_against_a_pool_is_reproducible():
         model = tiny_model(players=4, seed=0)
         pool = OpponentPool(["random", "greedy"], 4, seed=seed)
         train_selfplay(
-            model, Config(players=4), 256, batch=16, rollout_decisions=128, seed=seed,
-            progress=False, pool=pool,
-        )  # fmt: skip
+            model,
+            Config(players=4),
+            256,
+            batch=16,
+            rollout_decisions=128,
+            seed=seed,
+            progress=False,
+            pool=pool,
+        )
         return [p.detach().clone() for p in model.policy.parameters()]
 
     a, b, c = params(4), params(4), params(5)

@@ -13,12 +13,12 @@ import pytest
 from dmc_networks import positions, random_dmc
 
 from agents.dmc import MAX_SYMMETRIES, DMCAgent, read_dmc_model
-from agents.ppo import write_model
 from odin_env.cards import NUM_VALUES, cards_of
 from odin_env.combos import combo_index
 from odin_env.observation import LAYOUT, observe, views
 from odin_env.rules import NUM_ACTIONS, TAKE, Config, Game
 from odin_env.symmetry import colour_permutations, colour_relabelling, colour_relabellings
+from odin_lab.files import write_model
 from odin_lab.training import make_config
 from odin_lab.training.dmc import DMCLearner
 from odin_lab.training.dmc_collector import Finished
@@ -151,9 +151,12 @@ def test_a_model_asking_for_an_impossible_number_of_labellings_is_refused(symmet
 
 def _train_py(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "train.py", "--runs-dir", str(tmp_path), "--name", "sym",
-         *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "train.py", "--runs-dir", str(tmp_path), "--name", "sym", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp_path):
@@ -167,8 +170,10 @@ def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp
     legal = masks.astype(bool)
     np.testing.assert_allclose(
         DMCAgent(state, info).values(obs, masks)[legal],
-        _network(6).values(obs, masks)[legal], rtol=1e-5, atol=1e-5,
-    )  # fmt: skip
+        _network(6).values(obs, masks)[legal],
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize(
@@ -247,10 +252,11 @@ def test_with_relabel_an_update_regresses_the_relabelled_decisions_onto_their_ow
     new_obs, new_actions = twin.relabelled(obs, actions)
     relabelling._update(batch)
     plain._update(replace(batch, obs=new_obs, actions=new_actions))
-    for name, value in relabelling.state().items():
-        np.testing.assert_array_equal(value, plain.state()[name])
+    for name, value in relabelling.qnet.state().items():
+        np.testing.assert_array_equal(value, plain.qnet.state()[name])
     unchanged = _dmc_learner()
     unchanged._update(batch)
     assert any(
-        not np.array_equal(value, plain.state()[name]) for name, value in unchanged.state().items()
+        not np.array_equal(value, plain.qnet.state()[name])
+        for name, value in unchanged.qnet.state().items()
     )

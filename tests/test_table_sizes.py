@@ -1,4 +1,4 @@
-"""``benchmarks/table_sizes.py``: one agent against (n - 1) copies of each opponent at every
+"""``research/table_sizes.py``: one agent against (n - 1) copies of each opponent at every
 asked table size, the same figures whatever the worker count, and bad input in one line."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import benchmark_file
 import pytest
+import research_file
 
-table_sizes = benchmark_file.load("table_sizes")
+table_sizes = research_file.load("table_sizes")
 
 
 def run(*args: object) -> dict:
@@ -23,11 +23,26 @@ def run(*args: object) -> dict:
 def test_every_size_and_opponent_gets_its_row_whatever_the_workers(tmp_path):
     rows = {}
     for workers in (1, 2):
-        report = run("--agent", "greedy", "--opponents", "random", "shaper", "--players", 2, 5,
-                     "--games", 12, "--seed", 3, "--workers", workers, "--out",
-                     tmp_path / f"w{workers}")  # fmt: skip
+        report = run(
+            "--agent",
+            "greedy",
+            "--opponents",
+            "random",
+            "shaper",
+            "--players",
+            2,
+            5,
+            "--games",
+            12,
+            "--seed",
+            3,
+            "--workers",
+            workers,
+            "--out",
+            tmp_path / f"w{workers}",
+        )
         assert report["settings"] == {"agent": "greedy", "games": 12, "seed": 3}
-        assert report["command"].startswith("python benchmarks/table_sizes.py --agent greedy")
+        assert report["command"].startswith("python research/table_sizes.py --agent greedy")
         rows[workers] = report["rows"]
     assert rows[1] == rows[2]
     got = [(r["players"], r["opponent"], r["games"]) for r in rows[1]]

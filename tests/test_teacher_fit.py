@@ -1,4 +1,4 @@
-"""``benchmarks/teacher_fit.py``: a student fitted on the search's labels of some decisions and
+"""``research/teacher_fit.py``: a student fitted on the search's labels of some decisions and
 scored, by a fresh search, on decisions it never saw; the losses teach what they say; the same
 report on any worker count; bad input in one line."""
 
@@ -6,28 +6,54 @@ from __future__ import annotations
 
 import json
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 import torch as th
 
 from agents.dmc import BUNDLED_DMC, BUNDLED_DMC_ONE, DMCAgent
 from agents.search import score_candidates
 from odin_env.seeding import spawn_seed
+from odin_lab.training.labels import candidate_mask, game_decisions
 
-teacher_fit = benchmark_file.load("teacher_fit")
-teacher_gap = benchmark_file.load("teacher_gap")
+teacher_fit = research_file.load("teacher_fit")
 
-SMALL = ["--games", "dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random", "--rollouts", "8",
-         "--playout", "greedy", "--top", "3", "--seed", "11"]  # fmt: skip
+SMALL = [
+    "--games",
+    "dmc:" + str(BUNDLED_DMC_ONE),
+    "greedy",
+    "random",
+    "--rollouts",
+    "8",
+    "--playout",
+    "greedy",
+    "--top",
+    "3",
+    "--seed",
+    "11",
+]
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("fit")
-    argv = [*SMALL, "--decisions", "40", "--held-out", "12", "--epochs", "12",
-            "--learning-rate", "0.003", "--batch-size", "8", "--out", str(out / "one"),
-            "--save", str(out / "fitted.safetensors")]  # fmt: skip
+    argv = [
+        *SMALL,
+        "--decisions",
+        "40",
+        "--held-out",
+        "12",
+        "--epochs",
+        "12",
+        "--learning-rate",
+        "0.003",
+        "--batch-size",
+        "8",
+        "--out",
+        str(out / "one"),
+        "--save",
+        str(out / "fitted.safetensors"),
+    ]
     assert teacher_fit.main(argv) == 0
     return out, json.loads((out / "one" / "teacher_fit.json").read_text())
 
@@ -42,16 +68,22 @@ def test_the_student_fits_its_labels_and_is_scored_by_a_fresh_search(report):
     assert found["settings"]["student"] == "agents/models/dmc_one.safetensors"  # no machine path
     assert epochs[-1]["share_as_labels"] > epochs[0]["share_as_labels"] + 0.1
     held_seed = spawn_seed(11, 1)
-    held = teacher_gap.game_decisions(
-        ["dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random"], 12, held_seed,
-        top=3, playout="greedy", rollouts=8, workers=1,
-    )  # fmt: skip
+    held = game_decisions(
+        ["dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random"],
+        12,
+        held_seed,
+        top=3,
+        playout="greedy",
+        rollouts=8,
+        workers=1,
+    )
     student = DMCAgent.load(BUNDLED_DMC_ONE)
     regret, teacher = [], []
     for k, (obs, candidates, labels) in enumerate(held):
-        mask = teacher_gap.candidate_mask(candidates)
-        scores = score_candidates(obs, mask, rollouts=8, seed=spawn_seed(held_seed, k),
-                                  policy="greedy")  # fmt: skip
+        mask = candidate_mask(candidates)
+        scores = score_candidates(
+            obs, mask, rollouts=8, seed=spawn_seed(held_seed, k), policy="greedy"
+        )
         lost = scores.penalty - scores.penalty.min()  # in ascending action order, as candidates
         regret.append(lost[int(np.flatnonzero(candidates == student.act(obs, mask))[0])])
         teacher.append(lost[int(np.argmax(labels))])
@@ -66,10 +98,15 @@ def test_the_student_fits_its_labels_and_is_scored_by_a_fresh_search(report):
     )
     # The saved student is the last epoch's: it picks as that row says on the training labels.
     saved = DMCAgent.load(out / "fitted.safetensors")
-    train = teacher_gap.game_decisions(
-        ["dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random"], 40, 11,
-        top=3, playout="greedy", rollouts=8, workers=1,
-    )  # fmt: skip
+    train = game_decisions(
+        ["dmc:" + str(BUNDLED_DMC_ONE), "greedy", "random"],
+        40,
+        11,
+        top=3,
+        playout="greedy",
+        rollouts=8,
+        workers=1,
+    )
     taught = np.array([int(np.argmax(labels)) for _, _, labels in train])
     assert np.mean(teacher_fit.picks(saved, train) == taught) == pytest.approx(
         epochs[-1]["share_as_labels"]
@@ -78,9 +115,23 @@ def test_the_student_fits_its_labels_and_is_scored_by_a_fresh_search(report):
 
 def test_the_report_is_the_same_on_any_worker_count(report, tmp_path):
     _, found = report
-    argv = [*SMALL, "--decisions", "40", "--held-out", "12", "--epochs", "12",
-            "--learning-rate", "0.003", "--batch-size", "8", "--workers", "2",
-            "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        *SMALL,
+        "--decisions",
+        "40",
+        "--held-out",
+        "12",
+        "--epochs",
+        "12",
+        "--learning-rate",
+        "0.003",
+        "--batch-size",
+        "8",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
     assert teacher_fit.main(argv) == 0
     again = json.loads((tmp_path / "teacher_fit.json").read_text())
     assert again["epochs"] == found["epochs"] and again["teacher"] == found["teacher"]
@@ -93,16 +144,28 @@ def test_labels_keeps_the_searches_for_a_later_run_of_the_same_games_and_seed(
     searches would fail) and writes the same report; a run of another seed in that folder is
     refused in one line, exit 2, and writes nothing."""
     _, found = report
-    argv = [*SMALL, "--decisions", "40", "--held-out", "12", "--epochs", "12",
-            "--learning-rate", "0.003", "--batch-size", "8",
-            "--labels", str(tmp_path / "L")]  # fmt: skip
+    argv = [
+        *SMALL,
+        "--decisions",
+        "40",
+        "--held-out",
+        "12",
+        "--epochs",
+        "12",
+        "--learning-rate",
+        "0.003",
+        "--batch-size",
+        "8",
+        "--labels",
+        str(tmp_path / "L"),
+    ]
     assert teacher_fit.main([*argv, "--out", str(tmp_path / "first")]) == 0
     assert sorted(p.name for p in (tmp_path / "L").iterdir()) == ["fresh", "held", "train"]
 
     def no_search(task):
         raise AssertionError("searched again")
 
-    monkeypatch.setattr(teacher_gap, "search_rows", no_search)
+    monkeypatch.setattr("odin_lab.training.labels.search_rows", no_search)
     assert teacher_fit.main([*argv, "--out", str(tmp_path / "second")]) == 0
     for name in ("first", "second"):
         again = json.loads((tmp_path / name / "teacher_fit.json").read_text())

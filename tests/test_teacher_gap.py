@@ -1,4 +1,4 @@
-"""``benchmarks/teacher_gap.py``: a run's kept decisions searched again with an independent seed,
+"""``research/teacher_gap.py``: a run's kept decisions searched again with an independent seed,
 and each chooser's regret among the candidates under those fresh labels; the same figures on
 any worker count, and bad input in one line."""
 
@@ -6,23 +6,29 @@ from __future__ import annotations
 
 import json
 
-import benchmark_file
 import numpy as np
 import pytest
+import research_file
 
 from agents.search import score_candidates
-from odin_env.observation import views
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS
 from odin_lab.training import make_config, train
+from odin_lab.training.labels import relabel
 
-teacher_gap = benchmark_file.load("teacher_gap")
+teacher_gap = research_file.load("teacher_gap")
 
 SMALL = dict(
-    opponents=["random", "greedy"], selfplay_batch=4, decisions_per_update=16, rollouts=16,
-    net=[32, 16], batch_size=32, eval_every=0, game=Config(players=3, threshold=5),
-)  # fmt: skip
+    opponents=["random", "greedy"],
+    selfplay_batch=4,
+    decisions_per_update=16,
+    rollouts=16,
+    net=[32, 16],
+    batch_size=32,
+    eval_every=0,
+    game=Config(players=3, threshold=5),
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +56,7 @@ class Highest:
 def test_regrets_are_the_fresh_searchs_losses_of_each_pick(run):
     _, decisions = teacher_gap.kept_decisions(run, 6)
     assert len(decisions) == 6 and all(len(c) > 1 for _, c, _ in decisions)
-    fresh = teacher_gap.relabel(decisions, "planner", 16, seed=3, workers=1)
+    fresh = relabel(decisions, "planner", 16, seed=3, workers=1)
     picks = teacher_gap.choices(decisions, {"lowest": Lowest(), "highest": Highest()})
     sizes = np.array([3, 4, 3, 4, 3, 3])  # table sizes as the caller reads them
     candidates = [c for _, c, _ in decisions]
@@ -89,8 +95,20 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
     network = f"dmc:{run / 'checkpoint.safetensors'}"
     for workers in (1, 2):
         out = tmp_path / str(workers)
-        argv = ["--run", str(run), "--decisions", "8", "--seed", "5", "--workers", str(workers),
-                "--players", network, "--out", str(out)]  # fmt: skip
+        argv = [
+            "--run",
+            str(run),
+            "--decisions",
+            "8",
+            "--seed",
+            "5",
+            "--workers",
+            str(workers),
+            "--players",
+            network,
+            "--out",
+            str(out),
+        ]
         assert teacher_gap.main(argv) == 0
         assert (out / "teacher_gap.png").stat().st_size > 0
         reports.append(json.loads((out / "teacher_gap.json").read_text()))
@@ -107,6 +125,7 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
         (["--run", "RUN", "--decisions", "0"], "--decisions must be >= 1"),
         (["--run", "RUN", "--workers", "0"], "--workers must be 1-64"),
         (["--run", "RUN", "--players", "nobody"], "--players nobody: unknown agent spec 'nobody'"),
+        (["--run", "RUN", "--players", "random"], "--players random: the report's 'random' row"),
         (["--run", "RUN", "--players", "PASSER"], "chose action 3579, not one of the candidates"),
         (["--run", "RUN", "--top", "2"], "--top: a run's searches are its own"),
         (["--games", "greedy"], "--games names one player a seat, 2-6 of them; got 1"),
@@ -147,155 +166,3 @@ def test_a_run_not_of_expert_iteration_or_labelled_by_a_network_is_refused(run, 
             teacher_gap.main(["--run", str(other), "--out", str(tmp_path / "x")])
         assert named in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (tmp_path / "x").exists()
-
-
-def test_games_draw_the_first_players_decisions_labelled_by_their_own_search():
-    """``--games``: the first spec's decisions with a choice, in the order played, each cut to
-    the ``top`` legal actions ``dmc_one`` values most (or kept whole with ``top`` 0), and
-    labelled by the search of decision ``k`` at ``spawn_seed(seed, k, 1)``: the oracle redoes
-    each search with ``score_candidates``."""
-    from agents.dmc import BUNDLED_DMC_ONE, DMCAgent
-
-    network = DMCAgent.load(BUNDLED_DMC_ONE)
-    specs = ["greedy", "random", "shaper"]
-    cut = teacher_gap.game_decisions(specs, 6, 7, top=2, playout="greedy", rollouts=8, workers=1)
-    whole = teacher_gap.game_decisions(specs, 6, 7, top=0, playout="greedy", rollouts=8, workers=2)
-    assert len(cut) == len(whole) == 6
-    shortened = 0
-    for k, ((obs, candidates, labels), (same, legal, all_labels)) in enumerate(zip(cut, whole)):
-        assert np.array_equal(obs, same)  # the same decisions, whatever the shortlist
-        assert views(obs)["players"].argmax() + 2 == 3 and legal.size > 1
-        assert set(candidates) <= set(legal) and candidates.size == min(2, legal.size)
-        values = network.values(obs[None], teacher_gap.candidate_mask(legal)[None])[0]
-        left_out = np.setdiff1d(legal, candidates)
-        if left_out.size:  # the network's best are kept
-            assert values[candidates].min() >= values[left_out].max()
-        shortened += left_out.size > 0
-        for searched, got in ((candidates, labels), (legal, all_labels)):
-            mask = teacher_gap.candidate_mask(searched)
-            seed = spawn_seed(7, k, 1)
-            scores = score_candidates(obs, mask, rollouts=8, seed=seed, policy="greedy")
-            np.testing.assert_array_equal(got, -scores.penalty)
-    assert shortened >= 2
-
-
-def _same_scores(found, want) -> bool:
-    return len(found) == len(want) and all(
-        np.array_equal(a.actions, b.actions) and np.array_equal(a.win, b.win)
-        and np.array_equal(a.penalty, b.penalty) and a.worlds == b.worlds
-        for a, b in zip(found, want, strict=True)
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def drawn():
-    """Eight decisions of a small table and their searches without a cache (the oracle)."""
-    specs = ["greedy", "random", "shaper"]
-    decisions = teacher_gap.game_decisions(specs, 8, 7, top=3, playout="greedy", rollouts=8,
-                                           workers=1)  # fmt: skip
-    return decisions, teacher_gap.relabel(decisions, "greedy", 8, seed=5, workers=1)
-
-
-class Counted:
-    """``search_rows`` that counts the decisions it searches (and can stop at the ``stop``-th
-    call, as Ctrl-C would)."""
-
-    def __init__(self, stop: int | None = None):
-        self.rows, self.calls, self.stop = 0, 0, stop
-        self.search_rows = teacher_gap.search_rows
-
-    def __call__(self, task):
-        self.calls += 1
-        if self.calls == self.stop:
-            raise KeyboardInterrupt
-        self.rows += len(task[2])
-        return self.search_rows(task)
-
-
-def test_a_cache_keeps_the_searches_and_a_later_call_searches_only_what_it_lacks(
-    drawn, tmp_path, monkeypatch
-):
-    """With a cache the searches are those without one; a second call of the same decisions
-    searches none, one of more searches only the new ones, one of fewer none; the parts are
-    files of ``CACHE_PART`` decisions."""
-    decisions, want = drawn
-    monkeypatch.setattr(teacher_gap, "CACHE_PART", 3)
-    monkeypatch.setattr(teacher_gap, "PART", 2)
-    for calls, count, searched in ((5, 5, 5), (5, 5, 0), (8, 8, 3), (4, 4, 0), (8, 8, 0)):
-        counted = Counted()
-        monkeypatch.setattr(teacher_gap, "search_rows", counted)
-        found = teacher_gap.relabel(decisions[:calls], "greedy", 8, seed=5, workers=1,
-                                    cache=tmp_path)  # fmt: skip
-        assert _same_scores(found, want[:count]) and counted.rows == searched
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "part-000000.npz", "part-000001.npz", "part-000002.npz"
-    ]  # fmt: skip
-    # Two workers read the same cache (nothing to search) and search the same new decisions.
-    again = teacher_gap.relabel(decisions, "greedy", 8, seed=5, workers=2, cache=tmp_path)
-    assert _same_scores(again, want)
-
-
-def test_a_stopped_call_keeps_the_parts_it_finished(drawn, tmp_path, monkeypatch):
-    decisions, want = drawn
-    monkeypatch.setattr(teacher_gap, "CACHE_PART", 4)
-    monkeypatch.setattr(teacher_gap, "PART", 2)
-    monkeypatch.setattr(teacher_gap, "search_rows", Counted(stop=3))  # in the second part
-    with pytest.raises(KeyboardInterrupt):
-        teacher_gap.relabel(decisions, "greedy", 8, seed=5, workers=1, cache=tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == ["part-000000.npz"]
-    counted = Counted()
-    monkeypatch.setattr(teacher_gap, "search_rows", counted)
-    found = teacher_gap.relabel(decisions, "greedy", 8, seed=5, workers=1, cache=tmp_path)
-    assert _same_scores(found, want) and counted.rows == 4
-
-
-@pytest.mark.parametrize(
-    ("change", "named"),
-    [
-        (dict(seed=6), "holds the searches of other decisions"),
-        (dict(rollouts=16), "holds the searches of other decisions"),
-        (dict(playout="random"), "holds the searches of other decisions"),
-        (dict(garbage=b"not a zip file"), "is not a part of a searches cache"),
-        (dict(arrays=True), "is not a part of a searches cache: its arrays do not fit together"),
-    ],
-)
-def test_a_cache_of_other_searches_or_a_broken_file_is_refused_and_left_as_it_is(
-    drawn, tmp_path, monkeypatch, change, named
-):
-    decisions, _ = drawn
-    monkeypatch.setattr(teacher_gap, "CACHE_PART", 4)
-    teacher_gap.relabel(decisions[:4], "greedy", 8, seed=5, workers=1, cache=tmp_path)
-    part = tmp_path / "part-000000.npz"
-    if "garbage" in change:
-        part.write_bytes(change.pop("garbage"))
-    if change.pop("arrays", False):
-        with np.load(part) as file:
-            arrays = dict(file)
-        np.savez(part, **{**arrays, "win": arrays["win"][:-1]})
-    before = part.read_bytes()
-    settings = {"playout": "greedy", "rollouts": 8, "seed": 5, **change}
-    with pytest.raises(teacher_gap.CacheError) as refused:
-        teacher_gap.relabel(decisions[:4], workers=1, cache=tmp_path, **settings)
-    assert named in str(refused.value) and str(part) in str(refused.value)
-    assert "\n" not in str(refused.value)
-    assert part.read_bytes() == before
-
-
-def test_a_full_disk_is_one_line_and_keeps_the_parts_written(drawn, tmp_path, monkeypatch):
-    decisions, want = drawn
-    monkeypatch.setattr(teacher_gap, "CACHE_PART", 4)
-    teacher_gap.relabel(decisions[:4], "greedy", 8, seed=5, workers=1, cache=tmp_path)
-    before = (tmp_path / "part-000000.npz").read_bytes()
-
-    def full(path, payload):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(teacher_gap, "write_atomic", full)
-    with pytest.raises(teacher_gap.CacheError, match="cannot write .*part-000001.npz.*space"):
-        teacher_gap.relabel(decisions, "greedy", 8, seed=5, workers=1, cache=tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == ["part-000000.npz"]
-    assert (tmp_path / "part-000000.npz").read_bytes() == before
-    monkeypatch.undo()
-    monkeypatch.setattr(teacher_gap, "CACHE_PART", 4)
-    found = teacher_gap.relabel(decisions, "greedy", 8, seed=5, workers=1, cache=tmp_path)
-    assert _same_scores(found, want)

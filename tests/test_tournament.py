@@ -80,9 +80,17 @@ def test_the_finished_deals_are_saved_in_order_as_they_arrive(engine, monkeypatc
 
     monkeypatch.setattr(resume, "SAVE_EVERY_S", 0.0)
     games = play_tournament(
-        ["shaper", "random", "greedy"], config, 60, seed=2, chunk=3, batch=16, engine=engine,
-        start=2, progress=False, on_deals=on_deals,
-    )  # fmt: skip
+        ["shaper", "random", "greedy"],
+        config,
+        60,
+        seed=2,
+        chunk=3,
+        batch=16,
+        engine=engine,
+        start=2,
+        progress=False,
+        on_deals=on_deals,
+    )
     assert heard[-1] == len(games) == 58 * 3 and heard == sorted(heard)
     assert len(saved) == len(heard) >= 2  # the batched engine's parts: 64 games, then 110
     assert all(0 < len(a) < len(b) for a, b in zip(saved, saved[1:]))
@@ -91,9 +99,14 @@ def test_the_finished_deals_are_saved_in_order_as_they_arrive(engine, monkeypatc
     monkeypatch.setattr(resume, "SAVE_EVERY_S", 3600.0)
     quiet: list = []
     play_tournament(
-        ["shaper", "random", "greedy"], config, 20, seed=2, chunk=3, progress=False,
+        ["shaper", "random", "greedy"],
+        config,
+        20,
+        seed=2,
+        chunk=3,
+        progress=False,
         on_deals=resume.Saver(quiet.append, rotations=3),
-    )  # fmt: skip
+    )
     assert quiet == []
 
 
@@ -134,8 +147,12 @@ def test_wilson_rejects_impossible_counts():
         stats.wilson(5, 3)
 
 
-def record(winners: tuple[int, ...], totals: tuple[int, ...], first_leader: int = 0,
-           agents: tuple[int, ...] = (0, 1, 2, 3)) -> GameRecord:  # fmt: skip
+def record(
+    winners: tuple[int, ...],
+    totals: tuple[int, ...],
+    first_leader: int = 0,
+    agents: tuple[int, ...] = (0, 1, 2, 3),
+) -> GameRecord:
     return GameRecord(0, 0, 0, agents, first_leader, (totals,), totals, winners)
 
 

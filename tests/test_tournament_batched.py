@@ -127,7 +127,7 @@ def test_auto_picks_batched_only_when_every_agent_has_a_batched_form():
 
 def test_bad_engine_settings_are_refused_naming_the_problem():
     config = Config(players=3)
-    with pytest.raises(ValueError, match="none for search: use engine 'single'"):
+    with pytest.raises(ValueError, match="none for search: use engine single or auto"):
         play_tournament(["search", "random", "random"], config, 2, engine="batched")
     with pytest.raises(ValueError, match="engine must be one of auto, single, batched"):
         play_tournament(["random"] * 3, config, 2, engine="fast")
@@ -142,8 +142,11 @@ def test_evaluate_refuses_the_batched_engine_for_a_heuristic_in_one_line(tmp_pat
     args = ["tournament", "--agents", "search", "random", "--engine", "batched"]
     result = subprocess.run(
         [sys.executable, str(evaluate), *args, "--out", str(tmp_path / "out")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "evaluate.py tournament: error: --engine batched needs agents with a batched form "

@@ -37,8 +37,15 @@ BATCHED = [
 ]  # fmt: skip
 # The same with the learner in one seat against a pool that includes its snapshots.
 BATCHED_POOL = [
-    "--algo", "ppo", "--opponents", "greedy", "self", "--snapshot-every", "64", *BATCHED[4:]
-]  # fmt: skip
+    "--algo",
+    "ppo",
+    "--opponents",
+    "greedy",
+    "self",
+    "--snapshot-every",
+    "64",
+    *BATCHED[4:],
+]
 # Small enough to finish in seconds: the learner against random and its own snapshots.
 TINY = ["--algo", "ppo", "--opponents", "random", "self", "--snapshot-every", "64", *BATCHED[4:]]
 # An update trains at most what it collected (64) plus the decisions carried in from the
@@ -211,11 +218,23 @@ def test_ctrl_c_in_the_middle_of_an_update_saves_the_whole_update(tmp_path, monk
 
     def config(name: str, total: int) -> TrainConfig:
         return make_config(
-            "ppo", name=name, runs_dir=str(tmp_path), game=Config(players=4), opponents=["learner"],
-            selfplay_batch=8, n_envs=2, n_steps=32, batch_size=16, n_epochs=1,
-            total_steps=total, eval_every=0, checkpoint_every=10**6, net_pi=[32], net_vf=[32],
+            "ppo",
+            name=name,
+            runs_dir=str(tmp_path),
+            game=Config(players=4),
+            opponents=["learner"],
+            selfplay_batch=8,
+            n_envs=2,
+            n_steps=32,
+            batch_size=16,
+            n_epochs=1,
+            total_steps=total,
+            eval_every=0,
+            checkpoint_every=10**6,
+            net_pi=[32],
+            net_vf=[32],
             seed=3,
-        )  # fmt: skip
+        )
 
     updates, steps_in_update = [0], [0]
     update, clip = selfplay.train_on_rollout, th.nn.utils.clip_grad_norm_
@@ -296,9 +315,16 @@ def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(tmp_p
     from odin_lab.training.checkpoints import average_models
 
     done = run_train(
-        "--runs-dir", str(tmp_path), "--name", "soup", "--total-steps", "384", "--soup", "3",
+        "--runs-dir",
+        str(tmp_path),
+        "--name",
+        "soup",
+        "--total-steps",
+        "384",
+        "--soup",
+        "3",
         *BATCHED,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = tmp_path / "soup"
     kept = sorted((run / "kept").iterdir())
@@ -350,9 +376,16 @@ def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path)
 
 def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(tmp_path):
     done = run_train(
-        "--runs-dir", str(tmp_path), "--name", "pool", "--total-steps", "256", "--episode",
-        "hand", *BATCHED_POOL,
-    )  # fmt: skip
+        "--runs-dir",
+        str(tmp_path),
+        "--name",
+        "pool",
+        "--total-steps",
+        "256",
+        "--episode",
+        "hand",
+        *BATCHED_POOL,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     run = tmp_path / "pool"
     step = checkpoint_step(run / "checkpoint.safetensors")
@@ -374,11 +407,11 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
         (["--opponents", "learner", "--seat", "0"], ["seat", "learner"]),
         (["--opponents", "grandmaster"], ["grandmaster", "greedy"]),
         (["--selfplay-batch", "0"], ["selfplay_batch", "1-65,536"]),
-        (["--clip-range", "-1"], ["clip_range", "> 0"]),
+        (["--clip-range", "-1"], ["clip_range", "(0, 1e+06]"]),
         (["--learning-rate", "inf"], ["learning_rate", "finite"]),
         (["--ent-coef", "nan"], ["ent_coef", "finite"]),
         (["--gamma", "2"], ["gamma", "[0, 1]"]),
-        (["--net-pi", "0"], ["net_pi", "positive"]),
+        (["--net-pi", "0"], ["net_pi", "an integer 1-4,096"]),
         (["--device", "tpu"], ["device", "cpu"]),
         (["--init", str(BUNDLED_DIR / "net_4p.safetensors")], ["--init", "--net-pi 512 256"]),
         (["--average", "a", "--resume", "b"], ["--average and --resume", "one of them"]),
@@ -451,8 +484,12 @@ def test_make_net_4p_is_the_recipe_recorded_with_the_bundled_network():
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     shown = subprocess.run(
         ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "net_4p", "PY=python"],
-        cwd=ROOT, capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     recorded = json.loads((BUNDLED_DIR / "net_4p.json").read_text())["made_by"]
     assert shown.stdout.splitlines() == recorded
     imitation, ppo = (train.config_from_args(train.parse(shlex.split(c)[2:]))[0] for c in recorded)
@@ -552,9 +589,17 @@ def test_imitation_warm_start_learns_the_teachers_choices(tmp_path):
     from odin_lab.training.model import build_model
 
     config = make_config(
-        "ppo", runs_dir=str(tmp_path), n_envs=1, net_pi=[64], net_vf=[32], imitate="greedy",
-        imitate_games=30, imitate_epochs=10, batch_size=256, learning_rate=3e-3,
-    )  # fmt: skip
+        "ppo",
+        runs_dir=str(tmp_path),
+        n_envs=1,
+        net_pi=[64],
+        net_vf=[32],
+        imitate="greedy",
+        imitate_games=30,
+        imitate_epochs=10,
+        batch_size=256,
+        learning_rate=3e-3,
+    )
     model = build_model(config)
     held_out = collect_demonstrations("greedy", Config(), games=5, seed=99, gamma=1.0)
     masks = np.unpackbits(held_out["masks"], axis=1, count=NUM_ACTIONS)

@@ -31,9 +31,16 @@ FIGURES = (
 def lab_model(prior: str | None = None, seed: int = 0):
     th.set_num_threads(1)
     config = make_config(
-        "ppo", n_envs=1, n_steps=64, batch_size=96, n_epochs=3, net_pi=[32], net_vf=[24],
-        prior=prior, seed=seed,
-    )  # fmt: skip
+        "ppo",
+        n_envs=1,
+        n_steps=64,
+        batch_size=96,
+        n_epochs=3,
+        net_pi=[32],
+        net_vf=[24],
+        prior=prior,
+        seed=seed,
+    )
     return build_model(config)
 
 
@@ -83,9 +90,15 @@ def test_the_fast_update_matches_sb3_contribs_own_masked_distribution():
     th.manual_seed(0)
     env = DummyVecEnv([SingleAgentEnv])
     model = MaskablePPO(
-        LegalSetPolicy, env, n_steps=64, batch_size=80, n_epochs=2, seed=0, device="cpu",
+        LegalSetPolicy,
+        env,
+        n_steps=64,
+        batch_size=80,
+        n_epochs=2,
+        seed=0,
+        device="cpu",
         policy_kwargs={"net_arch": [32], "action_features": False},
-    )  # fmt: skip
+    )
     rollout = rollout_of(model, seed=1)
     fast = updated(model, rollout, ppo_update, seed=7)
     parent = copy.deepcopy(model)

@@ -432,8 +432,11 @@ def test_the_command_refuses_bad_input_with_one_line(capsys, argv, says):
 def test_python_m_webapp_refuses_a_public_host_before_serving():
     done = subprocess.run(
         [sys.executable, "-m", "odin_lab.webapp", "--host", "0.0.0.0", "--port", "0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().count("\n") == 0 and "--allow-remote" in done.stderr
 
@@ -479,8 +482,9 @@ def test_a_hint_scores_the_persons_legal_moves_from_their_view_only(app, client,
     assert sum(c["best"] for c in candidates) == 1
     for c in candidates:
         assert (c["kind"], c["cards"]) == (legal[c["action"]]["kind"], legal[c["action"]]["cards"])
-        assert c["label"] == (" ".join(c["cards"]) if c["kind"] == "play" else
-                              " ".join([c["kind"], *c["cards"]]))  # fmt: skip
+        assert c["label"] == (
+            " ".join(c["cards"]) if c["kind"] == "play" else " ".join([c["kind"], *c["cards"]])
+        )
         assert 0 <= c["win"] <= 1 and c["penalty"] >= 0
     assert not shown(hint) & hidden_names(session.game)
     assert state(app, game_id) == before  # a hint moves nothing
@@ -538,18 +542,30 @@ def test_a_review_of_a_saved_game_and_bad_review_requests(app, client, tmp_path)
     assert all(d["action"] == session.actions[d["step"]] for d in review["decisions"])
     assert review["summary"]["decisions"] == session.moves
     for d in review["decisions"]:
-        assert {"step", "hand", "action", "label", "best_action", "best_label", "value",
-                "best_value", "loss"} <= set(d)  # fmt: skip
+        assert {
+            "step",
+            "hand",
+            "action",
+            "label",
+            "best_action",
+            "best_label",
+            "value",
+            "best_value",
+            "loss",
+        } <= set(d)
     assert client.post("/api/review", json={"file": key, "game": 0, "seat": 0}).json() == review
     for body, status, says in [
         ({"file": "saved/../../etc/passwd", "game": 0, "seat": 0}, 404, "no records file"),
-        ({"file": str(tmp_path / "web" / key.removeprefix("saved/")), "game": 0, "seat": 0}, 404,
-         "no records file"),
+        (
+            {"file": str(tmp_path / "web" / key.removeprefix("saved/")), "game": 0, "seat": 0},
+            404,
+            "no records file",
+        ),
         ({"file": key, "game": 1, "seat": 0}, 400, "game must be 0-0 (the file holds 1 game)"),
         ({"file": key, "game": 0, "seat": 3}, 400, "seat must be 0-2 (3 players)"),
         ({"file": key, "game": "0", "seat": 0}, 400, "game must be 0-0"),
         ({"file": key, "game": 0}, 400, "missing field 'seat'"),
         ({"file": 7, "game": 0, "seat": 0}, 400, "file must be"),
         ({"file": key, "game": 0, "seat": 0, "rollouts": 9}, 400, "unknown field 'rollouts'"),
-    ]:  # fmt: skip
+    ]:
         assert says in refused(client.post("/api/review", json=body), status)

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from agents.files import write_atomic
 from odin_lab.evaluation.records import load_records
+from odin_lab.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -63,10 +63,22 @@ def serving(tmp_path: Path):
     """``(url, out folder)`` of a server started as a person would start it, stopped after."""
     out = tmp_path / "web"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "odin_lab.webapp", "--port", "0", "--out", str(out),
-         "--records", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "odin_lab.webapp",
+            "--port",
+            "0",
+            "--out",
+            str(out),
+            "--records",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         with selectors.DefaultSelector() as waiting:
             waiting.register(proc.stdout, selectors.EVENT_READ)
@@ -705,8 +717,9 @@ def test_a_page_of_another_origin_cannot_create_games_or_move_in_the_persons_gam
         evil = browser.new_page()
         evil.set_default_timeout(WAIT_MS)
         evil.goto(other_site)
-        outcomes = evil.evaluate("([app, id, move]) => window.attack(app, id, move)",
-                                 [url, game_id, move])  # fmt: skip
+        outcomes = evil.evaluate(
+            "([app, id, move]) => window.attack(app, id, move)", [url, game_id, move]
+        )
         assert len(outcomes) == 72
         # The JSON request needs the server's leave (CORS), which it never gives.
         assert outcomes[70] == "blocked"

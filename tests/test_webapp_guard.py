@@ -343,8 +343,11 @@ def test_the_running_server_refuses_other_sites_over_http(tmp_path):
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "odin_lab.webapp", "--port", "0", "--out", str(tmp_path / "web")],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         with selectors.DefaultSelector() as waiting:
             waiting.register(proc.stdout, selectors.EVENT_READ)

@@ -51,12 +51,30 @@ def reference_config(runs: Path, name: str = "ref"):
     """The seeded run of the reference: imitation, a pool with snapshots, evaluations,
     checkpoints and a soup."""
     return make_config(
-        "ppo", name=name, runs_dir=str(runs), game=Config(players=4), opponents=["greedy", "self"],
-        selfplay_batch=8, n_envs=2, n_steps=32, batch_size=64, n_epochs=2, net_pi=[32],
-        net_vf=[32], snapshot_every=64, checkpoint_every=64, eval_every=128, eval_deals=1,
-        eval_opponents=["random"], imitate="greedy", imitate_games=2, imitate_epochs=1,
-        total_steps=320, seed=11, soup=2,
-    )  # fmt: skip
+        "ppo",
+        name=name,
+        runs_dir=str(runs),
+        game=Config(players=4),
+        opponents=["greedy", "self"],
+        selfplay_batch=8,
+        n_envs=2,
+        n_steps=32,
+        batch_size=64,
+        n_epochs=2,
+        net_pi=[32],
+        net_vf=[32],
+        snapshot_every=64,
+        checkpoint_every=64,
+        eval_every=128,
+        eval_deals=1,
+        eval_opponents=["random"],
+        imitate="greedy",
+        imitate_games=2,
+        imitate_epochs=1,
+        total_steps=320,
+        seed=11,
+        soup=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +125,10 @@ def test_the_run_services_import_no_algorithm_and_no_sb3(module):
     imported = _imports(ROOT / "odin_lab" / "training" / f"{module}.py")
     libraries = {n for n in imported if n.split(".")[0] in ("stable_baselines3", "sb3_contrib")}
     algorithms = {
-        n for n in imported if n.startswith("odin_lab.training.") and n.split(".")[2] in
-        ALGORITHM_MODULES
-    }  # fmt: skip
+        n
+        for n in imported
+        if n.startswith("odin_lab.training.") and n.split(".")[2] in ALGORITHM_MODULES
+    }
     assert libraries == set() and algorithms == set()
 
 
@@ -149,8 +168,11 @@ def test_a_run_of_the_removed_subproc_engine_is_one_line(reference_run, tmp_path
     (run / "config.json").write_text(json.dumps({**config, "engine": "subproc"}))
     done = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--resume", str(run)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "engine 'subproc' was removed" in lines[0] and "--init" in lines[0]
@@ -159,8 +181,11 @@ def test_a_run_of_the_removed_subproc_engine_is_one_line(reference_run, tmp_path
 def test_train_help_shows_the_chosen_algorithms_flags():
     shown = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--algo", "ppo", "--help"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert shown.returncode == 0
     assert "--clip-range" in shown.stdout and "--algo NAME" in shown.stdout
     assert "odin_lab.training.ppo.PPOConfig" in shown.stdout
@@ -183,10 +208,21 @@ def test_a_diverged_step_stops_the_run_with_one_line_and_keeps_the_last_checkpoi
         return {**figures, "train/loss": float("nan")} if len(steps) == 3 else figures
 
     config = make_config(
-        "ppo", name="nan", runs_dir=str(tmp_path), opponents=["learner"], selfplay_batch=8,
-        n_envs=2, n_steps=32, batch_size=64, n_epochs=1, net_pi=[16], net_vf=[16],
-        total_steps=10**6, checkpoint_every=1, eval_every=0,
-    )  # fmt: skip
+        "ppo",
+        name="nan",
+        runs_dir=str(tmp_path),
+        opponents=["learner"],
+        selfplay_batch=8,
+        n_envs=2,
+        n_steps=32,
+        batch_size=64,
+        n_epochs=1,
+        net_pi=[16],
+        net_vf=[16],
+        total_steps=10**6,
+        checkpoint_every=1,
+        eval_every=0,
+    )
     monkeypatch.setattr(PPOLearner, "train_step", poisoned)
     with pytest.raises(TrainingError, match="diverged at step") as stop:
         train(config)
@@ -204,14 +240,23 @@ def test_the_device_setting_puts_the_networks_there_or_says_why_not(tmp_path, al
     from odin_lab.training import TrainingError
     from odin_lab.training.algorithms import ALGORITHMS
 
-    small = {"ppo": dict(n_envs=2, n_steps=32, batch_size=64, net_pi=[16], net_vf=[16]),
-             "dmc": dict(decisions_per_update=64, net=[16]),
-             "cem": dict(population=2, games_per_candidate=1),
-             "exit": dict(decisions_per_update=16, rollouts=8, net=[16])}[algo]  # fmt: skip
+    small = {
+        "ppo": dict(n_envs=2, n_steps=32, batch_size=64, net_pi=[16], net_vf=[16]),
+        "dmc": dict(decisions_per_update=64, net=[16]),
+        "cem": dict(population=2, games_per_candidate=1),
+        "exit": dict(decisions_per_update=16, rollouts=8, net=[16]),
+    }[algo]
     config = make_config(
-        algo, name="dev", runs_dir=str(tmp_path), device="auto", opponents=["random"],
-        selfplay_batch=8, total_steps=64, eval_every=0, **small,
-    )  # fmt: skip
+        algo,
+        name="dev",
+        runs_dir=str(tmp_path),
+        device="auto",
+        opponents=["random"],
+        selfplay_batch=8,
+        total_steps=64,
+        eval_every=0,
+        **small,
+    )
     path = train(config)
     player = make(f"{ALGORITHMS[algo].learner.kind}:{path}")  # cem's players are linear:PATH
     assert player.act(np.zeros(OBS_SIZE, np.float32), _one_legal()) == 3

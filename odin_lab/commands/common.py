@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agents.registry import spec_help
 from odin_env.rules import Config
@@ -15,6 +18,26 @@ SHARED = ("threshold", "colours", "episode", "reward", "goat")
 """The game settings (``Config`` fields) every study takes as flags, as declared there."""
 
 
+@dataclass(frozen=True)
+class Subcommand:
+    """A subcommand as its own module declares it: ``flags(parser)`` adds its flags to its
+    parser, ``run(args, prog)`` runs it and returns the exit code (0; 2 with one line for bad
+    input; 130 after Ctrl-C); ``specs``: its help ends with what an agent spec may be."""
+
+    help: str
+    flags: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, str], int]
+    specs: bool = True
+
+
+def add_subcommands(root: argparse.ArgumentParser, table: dict[str, Subcommand]) -> None:
+    """One subparser of ``root`` per entry of ``table`` (``args.command`` names it), in order."""
+    sub = root.add_subparsers(dest="command", required=True)
+    for name, command in table.items():
+        epilog = {"epilog": SPECS} if command.specs else {}
+        command.flags(sub.add_parser(name, help=command.help, **epilog))
+
+
 def cli_path(text: str) -> Path:
     """A path flag's value: an empty one is refused (``Path("")`` would be the current folder)."""
     if not text.strip():
@@ -22,10 +45,13 @@ def cli_path(text: str) -> Path:
     return Path(text)
 
 
-def check_agent(spec: str, config: Config | None = None) -> None:
-    """Build the agent once, so a bad spec fails here with a clear message; in a Goat game
-    (``config.goat``), also ask it for one decision of one, so an agent that does not play the
-    Goat is refused here, naming the setting, before any game."""
+def check_agent(
+    spec: str, config: Config | None = None, build: Callable[[str], Any] | None = None
+) -> None:
+    """Build the agent (``build(spec)``; by default :func:`agents.make`), so a bad spec fails
+    here with a clear message; in a Goat game (``config.goat``), also ask it for one decision of
+    one, so an agent that does not play the Goat is refused here, naming the setting, before
+    any game."""
     from agents import make
     from agents.registry import check_plays
 
@@ -33,10 +59,9 @@ def check_agent(spec: str, config: Config | None = None) -> None:
     if name == "ppo" and path and not Path(path).exists():
         raise ValueError(f"agent {spec!r}: model file {path!r} does not exist")
     try:
-        if config is not None and config.goat:
-            check_plays(spec, config)  # builds it and asks it for one decision
-        else:
-            make(spec)
+        agent = (build or make)(spec)
+        if config is not None:
+            check_plays(spec, config, agent)
     except ImportError as e:
         raise ValueError(f"agent {spec!r} cannot be loaded: {e}") from None
     except OSError as e:
@@ -66,4 +91,13 @@ def check_counts(args: argparse.Namespace, specs: list[str]) -> Config:
     return config
 
 
-__all__ = ["SHARED", "SPECS", "check_agent", "check_counts", "cli_path", "config_of"]
+__all__ = [
+    "SHARED",
+    "SPECS",
+    "Subcommand",
+    "add_subcommands",
+    "check_agent",
+    "check_counts",
+    "cli_path",
+    "config_of",
+]

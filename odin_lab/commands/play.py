@@ -40,18 +40,18 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description=__doc__.split("\n\n")[0], epilog=f"Agent specs: {spec_help()}."
     )
     p.add_argument(
-        "--opponents", nargs="+", required=True,
+        "--opponents",
+        nargs="+",
+        required=True,
         help="one agent spec per other seat (random, greedy, planner, ppo, ...; see below)",
-    )  # fmt: skip
+    )
     p.add_argument("--seat", type=int, default=0, help="your seat, 0 .. players - 1 (default 0)")
     p.add_argument("--seed", type=int, help="seed of the deals (>= 0; default: drawn and shown)")
     p.add_argument(
         "--out", type=cli_path, help="records file (default results/play/seed-SEED.json)"
     )
     p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
-    cli.add_fields(
-        p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"}
-    )  # fmt: skip
+    cli.add_fields(p, Config, skip={"seed"}, defaults={"players": "one more than the opponents"})
     return p
 
 

@@ -22,34 +22,38 @@ from pathlib import Path
 
 from odin_env.rules import Config
 from odin_lab import cli
-from odin_lab.commands.common import SPECS, check_agent, check_counts, cli_path
+from odin_lab.commands.common import Subcommand, check_agent, check_counts, cli_path
 
 
-def show_parsers(sub: argparse._SubParsersAction) -> None:
-    """``replay``, ``watch`` (one game told move by move, ``odin_lab.evaluation.narrate``) and
-    ``review`` (``odin_lab.evaluation.review``)."""
-    r = sub.add_parser("replay", help="tell a recorded game move by move")
+def _replay_flags(r: argparse.ArgumentParser) -> None:
     r.add_argument(
-        "results", type=Path,
+        "results",
+        type=Path,
         help="a records file (tournament.json, a play.py or watch record; docs/records.md) "
         "or a tournament's folder",
-    )  # fmt: skip
+    )
     r.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
-    v = sub.add_parser("watch", epilog=SPECS, help="play one new game between agents and tell it")
+    _told_flags(r)
+
+
+def _watch_flags(v: argparse.ArgumentParser) -> None:
     v.add_argument("--agents", nargs="+", required=True, help="one agent spec per seat (see below)")
     v.add_argument("--players", type=int, help="seats (2-6); default: one per agent")
     cli.add_fields(v, Config, skip={"players", "seed"})
     v.add_argument("--seed", type=int, default=0, help="seed of the deal (>= 0)")
     v.add_argument("--out", type=cli_path, help="also save the game as a records file")
-    for p in (r, v):
-        p.add_argument("--seat", type=int, help="tell it as this seat sees it (default: all open)")
-        p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
-    _review_parser(sub)
+    _told_flags(v)
+
+
+def _told_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seat", type=int, help="tell it as this seat sees it (default: all open)")
+    p.add_argument("--no-colour", action="store_true", help="no ANSI colours")
 
 
 def show(args: argparse.Namespace, prog: str) -> int:
     """``replay`` and ``watch``: print the game; exit code 0, or 2 with one line."""
     from odin_lab.evaluation.narrate import Style, tell_record, use_colour
+    from odin_lab.evaluation.players import built_once, seat_agents
     from odin_lab.evaluation.records import load_records, records_document, records_text
     from odin_lab.evaluation.results import NotWrittenError, check_writable, write_file
 
@@ -62,14 +66,16 @@ def show(args: argparse.Namespace, prog: str) -> int:
                 raise ValueError(f"--seed must be an integer >= 0; got {args.seed}")
             if args.out is not None:
                 check_writable(args.out, folder=False)
-            for spec in dict.fromkeys(args.agents):
-                check_agent(spec)
-            records, source = _watch(args.agents, config, args.seed), ""
+            with built_once():  # the agents checked are the ones that play
+                for spec in dict.fromkeys(args.agents):
+                    check_agent(spec, build=lambda s: seat_agents([s], batched=False)[0])
+                records, source = _watch(args.agents, config, args.seed), ""
         players = records.config.players
         if args.seat is not None and not 0 <= args.seat < players:
             raise ValueError(f"--seat must be 0-{players - 1} ({players} players); got {args.seat}")
         style = Style(use_colour(sys.stdout, args.no_colour))
-        lines = list(tell_record(records, args.game, args.seat, style, source))
+        game = getattr(args, "game", 0)  # watch: its one game
+        lines = list(tell_record(records, game, args.seat, style, source))
     except ValueError as e:
         return cli.fail(prog, e)
     except KeyboardInterrupt:
@@ -94,34 +100,36 @@ def show(args: argparse.Namespace, prog: str) -> int:
 
 def _watch(specs: list[str], config: Config, seed: int):
     """One new game between ``specs`` (deal 0, rotation 0 of a tournament seeded ``seed``)."""
-    from agents import make
+    from odin_lab.evaluation.players import seat_agents
     from odin_lab.evaluation.records import RecordsFile
     from odin_lab.evaluation.tournament import play_deals
 
-    record = play_deals([make(s) for s in specs], config, 1, seed, rotate=False, engine="single")
+    agents = seat_agents(specs, batched=False)
+    record = play_deals(agents, config, 1, seed, rotate=False, engine="single")
     return RecordsFile(config, tuple(specs), tuple(record))
 
 
-def _review_parser(sub: argparse._SubParsersAction) -> None:
+def _review_flags(w: argparse.ArgumentParser) -> None:
     from odin_lab.evaluation.review import MAX_ROLLOUTS, MIN_ROLLOUTS, REVIEW_ROLLOUTS
 
-    w = sub.add_parser(
-        "review", help="score each decision of one seat in a recorded game against the search"
-    )
     w.add_argument(
-        "results", type=Path,
+        "results",
+        type=Path,
         help="a records file (a play.py or web game, tournament.json; docs/records.md) or a "
         "tournament's folder",
-    )  # fmt: skip
+    )
     w.add_argument("--game", type=int, default=0, help="which game of the file, from 0")
     w.add_argument(
-        "--seat", type=int,
+        "--seat",
+        type=int,
         help="the seat reviewed, from 0 (default: the person's seat of a play.py or web game)",
-    )  # fmt: skip
+    )
     w.add_argument(
-        "--rollouts", type=int, default=REVIEW_ROLLOUTS,
+        "--rollouts",
+        type=int,
+        default=REVIEW_ROLLOUTS,
         help=f"playouts per decision, {MIN_ROLLOUTS}-{MAX_ROLLOUTS:,} (default {REVIEW_ROLLOUTS})",
-    )  # fmt: skip
+    )
     w.add_argument("--seed", type=int, default=0, help="seed of the search (>= 0; default 0)")
 
 
@@ -176,4 +184,18 @@ def review(args: argparse.Namespace, prog: str) -> int:
     return 0
 
 
-__all__ = ["review", "show", "show_parsers"]
+SHOW = {
+    "replay": Subcommand("tell a recorded game move by move", _replay_flags, show, specs=False),
+    "watch": Subcommand("play one new game between agents and tell it", _watch_flags, show),
+    "review": Subcommand(
+        "score each decision of one seat in a recorded game against the search",
+        _review_flags,
+        review,
+        specs=False,
+    ),
+}
+"""``evaluate.py``'s ``replay`` and ``watch`` (one game told move by move,
+:mod:`odin_lab.evaluation.narrate`) and ``review`` (:mod:`odin_lab.evaluation.review`)."""
+
+
+__all__ = ["SHOW", "review", "show"]

@@ -32,6 +32,7 @@ from agents.dmc import MAX_SYMMETRIES
 from odin_env.rules import Config
 from odin_lab import cli
 from odin_lab.evaluation.results import stop_once
+from odin_lab.evaluation.trust import TRUST_FLAG
 from odin_lab.training import (
     ALGORITHMS,
     TrainConfig,
@@ -112,6 +113,15 @@ def parser(algo: str = DEFAULT_ALGO) -> cli.Parser:
         metavar="RUN_DIR",
         help=f"continue runs/NAME from its checkpoint (only {CHANGEABLE} may change)",
     )
+    p.add_argument(
+        TRUST_FLAG,
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="with --resume: run this outside agent (module:Name, path/to/file.py:Name, a "
+        "package's name) that the run's config.json names; a run folder is data, so its "
+        "outside code runs only when the command line names it again (repeat for each)",
+    )
     return p
 
 
@@ -125,8 +135,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         first.error(f"--algo must be one of {', '.join(ALGORITHMS)}; got {known.algo!r}")
     p = parser(known.algo)
     args, rest = p.parse_known_args(argv)
+    retired = getattr(ALGORITHMS[known.algo].settings, "RETIRED", {})
     for word in rest:
         name = word.split("=", 1)[0]
+        gone = retired.get(name[2:].replace("-", "_"))
+        if gone is not None and name.startswith("--") and not gone.values:
+            p.error(gone.line(name))
         for other in ALGORITHMS.values():
             if other.name != known.algo and name in map(cli.flag, _section_fields(other.name)):
                 p.error(f"{name} is a setting of --algo {other.name}, not of {known.algo}")
@@ -147,11 +161,15 @@ def config_from_args(args: argparse.Namespace) -> tuple[TrainConfig, bool]:
     game = cli.given(args, GAME_FIELDS)
     run = cli.given(args, [n for n in run_fields() if n != "algo"])
     section = cli.given(args, _section_fields(args.algo))
+    if args.resume is None and args.trust:
+        raise TrainingError(
+            f"{TRUST_FLAG} names a run folder's outside agents: give it with --resume"
+        )
     if args.resume is None:
         config = make_config(args.algo, Config(**game), **run, **section)
         config.check()
         return config, False
-    config = read_config(args.resume)
+    config = read_config(args.resume, trust=args.trust)
     extra = sorted(k for k in {**game, **run, **section} if k not in RESUMABLE_FLAGS)
     if extra:
         raise TrainingError(
@@ -203,7 +221,8 @@ def combine(args: argparse.Namespace, job: str) -> Path:
 
 def import_sb3_zip(args: argparse.Namespace) -> Path:
     """``--import-sb3-zip``: a trusted MaskablePPO .zip (unpickled!) as a lab model file."""
-    from agents.ppo import read_sb3_zip, write_model
+    from agents.model_file import read_sb3_zip
+    from odin_lab.files import write_model
 
     out = _output(args, "imported.safetensors")
     info, state = read_sb3_zip(args.import_sb3_zip)  # the opt-in: this unpickles

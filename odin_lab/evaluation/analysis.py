@@ -210,11 +210,20 @@ def decision_of(observation: np.ndarray, action_mask: np.ndarray, action: int) -
         covers = [cover(seen.hand | 1 << c) for c in seen.takes]
         i = seen.takes.index(card)
         return Decision(
-            phase, action, 0, 0, 0, False, False, 0, 0, 0,
+            phase,
+            action,
+            0,
+            0,
+            0,
+            False,
+            False,
+            0,
+            0,
+            0,
             take_highest=values[i] == max(values),
             take_most_joins=links[i] == max(links),
             take_fewest_combos=covers[i] == min(covers),
-        )  # fmt: skip
+        )
     if action != PASS and action not in seen.plays:
         raise ValueError(f"action {action} is not a legal play or pass here")
     size = 0 if action == PASS else int(COMBO_SIZE[action])

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.limits import MAX_RECORDS_BYTES
@@ -27,6 +26,7 @@ from odin_lab.evaluation.names import short_names
 from odin_lab.evaluation.records import config_dict, load_records
 from odin_lab.evaluation.studies import deals_for, tournament
 from odin_lab.evaluation.tournament import GameRecord
+from odin_lab.files import write_atomic
 
 HALVES = ("first", "second")
 """The folders, under ``out``, of the two agents' tournaments."""
@@ -47,7 +47,16 @@ def compare(
     a seat), ``games`` games each at ``seed``; write both tournaments and ``compare.json`` under
     ``out``; return the comparison and its table. ``resume``: a half whose tournament is complete
     in ``out`` is read, not played again; a partial one goes on (:func:`studies.tournament`);
-    ``common``: :func:`studies.tournament`'s ``progress``, ``engine``, ``ray``, ``provenance``."""
+    ``common``: :func:`studies.tournament`'s ``progress``, ``engine``, ``ray``, ``provenance``.
+    ``resume`` with no tournament of the first agent in ``out``: ``ValueError``, before anything
+    is played or written (as a tournament's ``--resume`` with nothing to resume). One deal: no
+    standard error (``difference_se`` None; it needs two deals)."""
+    first_half = Path(out) / HALVES[0] / "tournament.json"
+    if resume and not first_half.is_file():
+        raise ValueError(
+            f"--resume: {first_half} does not exist: nothing to resume; start "
+            "afresh without --resume"
+        )
     if not resume:  # a comparison of earlier halves must not stand beside new ones
         (Path(out) / "compare.json").unlink(missing_ok=True)
     shares = []
@@ -65,7 +74,7 @@ def compare(
     deals = sorted(first)
     a, b = (np.array([half[d] for d in deals]) for half in shares)
     difference = b - a
-    error = float(difference.std(ddof=1) / math.sqrt(len(deals))) if len(deals) > 1 else math.nan
+    error = float(difference.std(ddof=1) / math.sqrt(len(deals))) if len(deals) > 1 else None
     rotations = config.players
     summary = {
         "study": "compare",
@@ -95,8 +104,12 @@ def _kept(where: Path, table: list[str], config: Config, games: int, seed: int):
     if kept.extra.get("partial"):
         return None
     ours = (table, config_dict(config), seed, deals_for(games, config.players))
-    theirs = (list(kept.specs), config_dict(kept.config), kept.extra.get("seed"),
-              kept.extra.get("deals"))  # fmt: skip
+    theirs = (
+        list(kept.specs),
+        config_dict(kept.config),
+        kept.extra.get("seed"),
+        kept.extra.get("deals"),
+    )
     if ours != theirs:
         raise ValueError(
             f"{where} holds a tournament of other agents or settings than this comparison's: "
@@ -126,6 +139,12 @@ def compare_table(summary: dict) -> str:
     for name, win, (low, high) in zip(names, summary["win"], summary["ci"]):
         lines.append(f"{name:<{width}}{win:>9.1%}  [{low:.1%}, {high:.1%}]")
     difference, error = summary["difference"], summary["difference_se"]
+    if error is None or not math.isfinite(error):  # an older file's NaN too
+        lines.append(
+            f"{names[1]} minus {names[0]}: {100 * difference:+.1f} points (one deal: the "
+            "standard error over the deals needs two deals)"
+        )
+        return "\n".join(lines)
     lines.append(
         f"{names[1]} minus {names[0]}: {100 * difference:+.1f} ± {100 * error:.1f} points "
         f"(standard error over the deals; 95%: {100 * (difference - 1.96 * error):+.1f} to "

@@ -30,9 +30,9 @@ import matplotlib as mpl
 from matplotlib import transforms
 from matplotlib.figure import Figure
 
-from agents.files import write_atomic
 from odin_lab.evaluation import stats
 from odin_lab.evaluation.names import labels, short_names
+from odin_lab.files import write_atomic
 
 WIDTH = 6.5
 """Printed width of every figure, in inches (a page's text width)."""
@@ -267,16 +267,31 @@ def goat_figure(summary: dict) -> Figure:
             dot = {"fmt": "o-", "ms": 3.5, "lw": 1, "color": COLOURS[j]}
             ys, err = interval(rows, "mean_hands", "hands_ci_low", "hands_ci_high", 1.0)
             axes[0].errorbar(xs, ys, yerr=err, label=name, **dot)
-            fair = [{k: c[k] / c["fair_share"] for k in ("leader_win_rate", "leader_ci_low",
-                     "leader_ci_high")} for c in rows]  # fmt: skip
+            fair = [
+                {
+                    k: c[k] / c["fair_share"]
+                    for k in ("leader_win_rate", "leader_ci_low", "leader_ci_high")
+                }
+                for c in rows
+            ]
             ys, err = interval(fair, "leader_win_rate", "leader_ci_low", "leader_ci_high", 1.0)
             axes[1].errorbar(xs, ys, yerr=err, label=f"first leader, {name}", **dot)
             if goat:
-                held = [{k: c[k] / c["fair_share"] for k in ("holder_rate", "holder_ci_low",
-                         "holder_ci_high")} for c in rows]  # fmt: skip
+                held = [
+                    {
+                        k: c[k] / c["fair_share"]
+                        for k in ("holder_rate", "holder_ci_low", "holder_ci_high")
+                    }
+                    for c in rows
+                ]
                 ys, err = interval(held, "holder_rate", "holder_ci_low", "holder_ci_high", 1.0)
-                axes[1].errorbar(xs, ys, yerr=err, label="the Goat's holder, hands won",
-                                 **{**dot, "color": COLOURS[2], "fmt": "s--"})  # fmt: skip
+                axes[1].errorbar(
+                    xs,
+                    ys,
+                    yerr=err,
+                    label="the Goat's holder, hands won",
+                    **{**dot, "color": COLOURS[2], "fmt": "s--"},
+                )
                 ys, err = interval(rows, "goat_left_rate", "goat_left_ci_low", "goat_left_ci_high")
                 axes[2].errorbar(xs, ys, yerr=err, **{**dot, "color": COLOURS[2]})
             for who, face in (("winner", COLOURS[j]), ("loser", "white")):
@@ -318,9 +333,14 @@ def leaderboard_figure(summary: dict) -> Figure:
         for y, a in zip(rows, agents):
             if not a["games"]:
                 left.text(
-                    0.02, y, "no games", transform=left.get_yaxis_transform(), va="center",
-                    color=FAIR["color"], fontsize=8,
-                )  # fmt: skip
+                    0.02,
+                    y,
+                    "no games",
+                    transform=left.get_yaxis_transform(),
+                    va="center",
+                    color=FAIR["color"],
+                    fontsize=8,
+                )
         left.set_xlabel(
             "OpenSkill rating $\\mu$ (Plackett-Luce);\n"
             "whiskers: [$\\mu - 1.96\\sigma$, $\\mu + 1.96\\sigma$]"
@@ -333,9 +353,15 @@ def leaderboard_figure(summary: dict) -> Figure:
         right.axvline(100 / n, **FAIR)
         above = transforms.blended_transform_factory(right.transData, right.transAxes)
         right.text(
-            100 / n, 1.01, f"fair share 1/{n}", transform=above, ha="center", va="bottom",
-            color=FAIR["color"], fontsize=8,
-        )  # fmt: skip
+            100 / n,
+            1.01,
+            f"fair share 1/{n}",
+            transform=above,
+            ha="center",
+            va="bottom",
+            color=FAIR["color"],
+            fontsize=8,
+        )
         top = max(100 * a["ci_high"] for a in played)
         right.set_xlim(0, min(100.0, 10 * math.ceil(max(top, 100 / n) * 1.1 / 10)))
         right.set_xlabel("win share against the field, % (ties shared);\nwhiskers: 95% Wilson")

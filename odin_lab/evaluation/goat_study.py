@@ -64,9 +64,15 @@ def goat_study(
         config = replace(base, players=row["players"], colours=None, goat=row["goat"])
         # Every seat holds the same agent, so rotating seats would replay the same games.
         records = play_tournament(
-            [agent] * config.players, config, games, seed, rotate=False, workers=workers,
-            progress=progress, ray=ray,
-        )  # fmt: skip
+            [agent] * config.players,
+            config,
+            games,
+            seed,
+            rotate=False,
+            workers=workers,
+            progress=progress,
+            ray=ray,
+        )
         return goat_cell(records, config)
 
     def save(cells: list[dict], partial: bool, stopping: bool) -> None:
@@ -100,8 +106,9 @@ def goat_cell(records: Sequence[GameRecord], config: Config) -> dict:
     for name, pick in (("winner", min), ("loser", max)):
         mean, low, high = stats.mean_interval([pick(r.totals) for r in records])
         cell.update({f"{name}_total": mean, f"{name}_ci_low": low, f"{name}_ci_high": high})
-    goat_keys = [f"{name}_{k}" for name in ("holder", "goat_left") for k in ("rate", "ci_low",
-                 "ci_high")]  # fmt: skip
+    goat_keys = [
+        f"{name}_{k}" for name in ("holder", "goat_left") for k in ("rate", "ci_low", "ci_high")
+    ]
     cell.update(dict.fromkeys([*goat_keys, "hands"]))  # None (empty in the CSV) without the Goat
     if config.goat:
         won = left = played = 0
@@ -112,8 +119,9 @@ def goat_cell(records: Sequence[GameRecord], config: Config) -> dict:
                 left += kept
         for name, count in (("holder", won), ("goat_left", left)):
             low, high = stats.wilson(count, played)
-            cell.update({f"{name}_rate": count / played, f"{name}_ci_low": low,
-                         f"{name}_ci_high": high})  # fmt: skip
+            cell.update(
+                {f"{name}_rate": count / played, f"{name}_ci_low": low, f"{name}_ci_high": high}
+            )
         cell["hands"] = played
     return cell
 

@@ -32,8 +32,6 @@ the files are written from them, marked partial, and :class:`LeaderboardInterrup
 
 from __future__ import annotations
 
-import itertools
-import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -42,23 +40,18 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import write_atomic
 from odin_env.rules import Config
-from odin_env.seeding import spawn_seed
 from odin_lab.evaluation import stats
+from odin_lab.evaluation.failures import AgentFailed, decision_limit, set_decision_limit
+from odin_lab.evaluation.leaderboard_plan import MAX_TABLES, check, plan_tables
 from odin_lab.evaluation.names import labels
+from odin_lab.evaluation.players import keep_built_agents
 from odin_lab.evaluation.records import config_dict, records_document, records_text
 from odin_lab.evaluation.results import results_folder
 from odin_lab.evaluation.resume import Saver, partial_tables
-from odin_lab.evaluation.tournament import GameRecord, play_tournament
+from odin_lab.evaluation.tournament import GameRecord, PlayerFailed, play_tournament
 from odin_lab.evaluation.workers import Workers
-
-MAX_TABLES = 64
-"""Most tables a leaderboard plays by default: with more combinations, a balanced sample."""
-MAX_COMBINATIONS = 1_000_000
-"""Most combinations the sampler enumerates (``C(agents, players)``)."""
-SAMPLE_STREAM = (0x7AB1E5, 0)
-"""Spawn key of the table sample's generator under the leaderboard's seed (no deal's key)."""
+from odin_lab.files import write_atomic
 
 
 class LeaderboardInterrupted(KeyboardInterrupt):
@@ -70,75 +63,6 @@ class LeaderboardInterrupted(KeyboardInterrupt):
         self.tables_done, self.tables_planned, self.written = tables_done, tables_planned, written
 
 
-# -- the tables --------------------------------------------------------------------------------
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
-
-
-def check(specs: Sequence[str], players: int, most: int | None = None) -> None:
-    """``ValueError`` (one line, naming the problem and what is allowed) for a leaderboard that
-    cannot be planned: repeated agents, fewer agents than seats, too few tables to seat every
-    agent, or too many agents to enumerate their tables."""
-    repeated = sorted({s for s in specs if list(specs).count(s) > 1})
-    if repeated:
-        raise ValueError(
-            f"every agent must be distinct (a table seats distinct agents); repeated: "
-            f"{', '.join(repeated)}"
-        )
-    if len(specs) < players:
-        raise ValueError(
-            f"{len(specs)} agents for tables of {players} players (fewer agents than players): "
-            f"give at least {players} agents, or fewer --players"
-        )
-    least = -(-len(specs) // players)
-    if most is not None and (
-        isinstance(most, bool) or not isinstance(most, int) or not least <= most <= MAX_COMBINATIONS
-    ):
-        raise ValueError(
-            f"--tables must be an integer {least}-{MAX_COMBINATIONS:,} (at least enough tables "
-            f"of {players} to seat all {len(specs)} agents); got {_short(most)}"
-        )
-    if math.comb(len(specs), players) > MAX_COMBINATIONS:
-        raise ValueError(
-            f"{len(specs)} agents make {math.comb(len(specs), players):,} tables of {players}: "
-            f"at most {MAX_COMBINATIONS:,} are allowed; give fewer agents"
-        )
-
-
-def plan_tables(
-    agents: int, players: int, most: int | None = None, seed: int = 0
-) -> tuple[list[tuple[int, ...]], str]:
-    """The tables (tuples of agent indices, ascending) and a phrase saying how they were chosen:
-    all combinations when there are at most ``most`` (default :data:`MAX_TABLES`), else a
-    seeded balanced sample of ``most`` (see the module docstring)."""
-    most = MAX_TABLES if most is None else most
-    total = math.comb(agents, players)
-    if total <= most:
-        return list(itertools.combinations(range(agents), players)), f"all {total} combinations"
-    combos = np.array(list(itertools.combinations(range(agents), players)), dtype=np.int64)
-    order = np.random.default_rng(spawn_seed(seed, *SAMPLE_STREAM)).permutation(len(combos))
-    used = np.zeros(len(combos), dtype=bool)
-    seats = np.zeros(agents, dtype=np.int64)
-    met = np.zeros((agents, agents), dtype=np.int64)
-    pairs = list(itertools.combinations(range(players), 2))
-    chosen = []
-    for _ in range(most):
-        load = seats[combos].sum(axis=1)
-        together = sum(met[combos[:, i], combos[:, j]] for i, j in pairs)
-        pick = int(np.lexsort((order, together, load, used))[0])  # last key sorts first
-        table = combos[pick]
-        used[pick] = True
-        seats[table] += 1
-        for i, j in pairs:
-            met[table[i], table[j]] += 1
-            met[table[j], table[i]] += 1
-        chosen.append(tuple(int(a) for a in table))
-    return sorted(chosen), f"a seeded balanced sample of {most} of the {total} combinations"
-
-
 # -- playing -----------------------------------------------------------------------------------
 
 
@@ -146,14 +70,21 @@ def _init_worker() -> None:
     # A worker shows no progress bar; tqdm's default lock is a process-shared semaphore that a
     # terminated worker would leave behind (a "leaked semaphore" warning at exit).
     tqdm.set_lock(threading.RLock())
+    keep_built_agents()  # it plays table after table: each agent built once in it
 
 
 def _play_table(task: tuple) -> tuple[int, list[GameRecord]]:
-    """One table, whole, in this process; its records with the leaderboard's agent indices."""
-    index, table, specs, config, deals, seed, workers, ray = task
-    records = play_tournament(
-        [specs[a] for a in table], config, deals, seed, workers=workers, progress=False, ray=ray
-    )
+    """One table, whole, in this process; its records with the leaderboard's agent indices.
+    An agent's failure: its :class:`AgentFailed` (an ``Exception``: a worker sends it back)."""
+    index, table, specs, config, deals, seed, workers, ray, limit = task
+    set_decision_limit(limit)  # the command's, in a worker process too
+    try:
+        seated = [specs[a] for a in table]
+        records = play_tournament(
+            seated, config, deals, seed, workers=workers, progress=False, ray=ray
+        )
+    except PlayerFailed as stop:
+        raise stop.failure from None
     return index, [replace(r, agents=tuple(table[i] for i in r.agents)) for r in records]
 
 
@@ -183,11 +114,15 @@ def play_tables(
     left = [k for k in range(len(tables)) if k not in done]
     in_turn = workers == 1 or len(left) == 1 or ray is not None
     inner = (workers, ray) if in_turn else (1, None)  # how each table spreads its own games
-    tasks = [(k, tables[k], tuple(specs), config, deals, seed, *inner) for k in left]
+    limit = decision_limit()
+    tasks = [(k, tables[k], tuple(specs), config, deals, seed, *inner, limit) for k in left]
     bar = tqdm(
-        total=len(tables) * per_table, initial=len(done) * per_table, unit="game",
-        disable=not progress, leave=False,
-    )  # fmt: skip
+        total=len(tables) * per_table,
+        initial=len(done) * per_table,
+        unit="game",
+        disable=not progress,
+        leave=False,
+    )
     try:
         with bar:
             if in_turn:
@@ -205,6 +140,8 @@ def play_tables(
                             on_table(list(done.items()))
     except KeyboardInterrupt as stop:  # a table cut short is dropped: only whole tables count
         return done, stop
+    except AgentFailed as failure:  # as a Ctrl-C, but saying which agent failed
+        return done, PlayerFailed([], 0, failure)
     return done, None
 
 
@@ -260,10 +197,16 @@ def summarise(
             lo, hi = stats.wilson(float(wins[a]), int(games[a]))
             mu, sigma = rating[a]["mu"], rating[a]["sigma"]
             row.update(
-                win_share=float(wins[a] / games[a]), ci_low=lo, ci_high=hi, mu=mu, sigma=sigma,
-                rating_low=mu - stats.Z95 * sigma, rating_high=mu + stats.Z95 * sigma,
-                ordinal=rating[a]["ordinal"], mean_total=float(totals[a] / games[a]),
-            )  # fmt: skip
+                win_share=float(wins[a] / games[a]),
+                ci_low=lo,
+                ci_high=hi,
+                mu=mu,
+                sigma=sigma,
+                rating_low=mu - stats.Z95 * sigma,
+                rating_high=mu + stats.Z95 * sigma,
+                ordinal=rating[a]["ordinal"],
+                mean_total=float(totals[a] / games[a]),
+            )
         rows.append(row)
     # Best rating first; agents without games last, in their order.
     ranking = sorted(range(n), key=lambda a: (rows[a]["mu"] is None, -(rows[a]["mu"] or 0), a))
@@ -399,9 +342,13 @@ def leaderboard(
     deals = -(-games // config.players)
     tables, selection = plan_tables(len(specs), config.players, most, seed)
     key = {
-        "agents_specs": specs, "config": config_dict(config), "seed": seed,
-        "deals_per_table": deals, "tables_planned": len(tables), "selection": selection,
-    }  # fmt: skip
+        "agents_specs": specs,
+        "config": config_dict(config),
+        "seed": seed,
+        "deals_per_table": deals,
+        "tables_planned": len(tables),
+        "selection": selection,
+    }
     done = partial_tables(Path(out), key, tables) if resume else {}
 
     def save(finished: list[tuple[int, list[GameRecord]]]) -> None:

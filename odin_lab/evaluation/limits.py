@@ -17,21 +17,29 @@ name                       value             what it bounds
 ``MAX_WORKERS``            256               worker processes of one evaluate.py command
 ``MAX_SPEC_CHARS``         4,096             one agent spec in a records file (a path's length)
 ``MAX_SUMMARY_BYTES``      16 MiB            a partial study's summary read by ``--resume``
+``JSON_BYTES_PER_ITEM``    16                a JSON file the lab reads holds at most one
+                                             object or array per 16 of its bytes (and 1,024
+                                             in any case): a records file's games hold one
+                                             per 25 to 90 bytes
+``MAX_CONFIG_BYTES``       1 MiB             a run's ``config.json`` read by ``--resume``
 =========================  ================  ===================================================
 
 The game's own limits (players, the threshold: 1-1,000) are ``odin_env.spec.Config``'s; the web
 app's (request bodies, replays it sends) are in :mod:`odin_lab.webapp.app` and
 :mod:`odin_lab.webapp.replays`.
 
-:func:`read_bounded` is the one way the lab reads a file given from outside: only a regular
-file (a FIFO, a device, a folder is refused without blocking), at most ``limit`` bytes.
+:func:`read_bounded` (from :mod:`odin_env.files`, where every layer reads through it) is the one
+way the lab reads a file given from outside: only a regular file (a FIFO, a device, a folder, a
+link to one is refused without blocking), at most ``limit`` bytes; :func:`read_json` parses it
+within ``JSON_BYTES_PER_ITEM``.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
+from typing import Any
+
+from odin_env.files import load_json, read_bounded, size_text
 
 MAX_GAMES = 1_000_000
 """The most games of one tournament, or of each part of a study (``--games``): ten times the
@@ -55,64 +63,47 @@ cost memory, and each is a whole Python process."""
 MAX_LIVE_GAMES = 1000
 """The most live games the web app may be asked to keep (``--max-games``): each holds its
 state, its log and its agents in memory."""
+JSON_BYTES_PER_ITEM = 16
+"""A JSON file the lab reads may hold one object or array per this many of its bytes (and
+``JSON_LEAST_ITEMS`` in any case): an empty object costs some 70 bytes of memory for its 3
+bytes of text, so bytes alone do not bound a parse's memory; this bounds it to a few times the
+bytes, as a real records file costs (a game holds 7 to 10 in 250 to 900 bytes)."""
+JSON_LEAST_ITEMS = 1024
+"""The objects and arrays any JSON file may hold, however short."""
+MAX_CONFIG_BYTES = 2**20
+"""The largest run ``config.json`` that ``train.py --resume`` reads (a real one is a few KB)."""
 
 
-def size_text(n: int) -> str:
-    """``n`` bytes in words: ``256 MiB``, ``16 KiB``, ``300 bytes``."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n:,} bytes"
+def parse_json(raw: bytes, name: str, kind: str = "JSON") -> Any:
+    """The JSON value of ``raw`` (the bytes of the file ``name``) once it holds at most one
+    object or array per ``JSON_BYTES_PER_ITEM`` bytes; ``ValueError`` with one line otherwise
+    (:func:`odin_env.files.load_json`)."""
+    allowed = max(JSON_LEAST_ITEMS, len(raw) // JSON_BYTES_PER_ITEM)
+    return load_json(raw, name, allowed, kind)
 
 
-def read_bounded(path: Path | str, limit: int, *, follow: bool = True) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
-
-    ``OSError`` when it cannot be opened; ``ValueError`` with one line when it is not a regular
-    file (a FIFO, a device, a socket, a folder: refused at once, never read nor waited on) or is
-    larger than ``limit`` bytes (also when it grows past ``limit`` while being read). A symbolic
-    link is followed unless ``follow`` is false (then it is an ``OSError``): whoever lists
-    files must keep links out of their folders, and may read the real paths they listed with
-    ``follow=False`` so that a file swapped for a link since is not read."""
-    # O_NONBLOCK: opening a FIFO without a writer must not wait for one.
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{path}: not a regular file ({_kind(info.st_mode)})")
-        if info.st_size > limit:
-            raise ValueError(
-                f"{path}: {info.st_size:,} bytes, over the limit of {size_text(limit)}"
-            )
-        chunks, total = [], 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise ValueError(f"{path}: over the limit of {size_text(limit)}")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a plain file"
+def read_json(path: Path | str, limit: int) -> Any:
+    """The JSON value of the regular file ``path`` of at most ``limit`` bytes
+    (:func:`parse_json`); ``OSError`` when it cannot be opened, ``ValueError`` with one line
+    naming the file and the problem otherwise."""
+    return parse_json(read_bounded(path, limit), str(path))
 
 
 __all__ = [
-    "MAX_ACTIONS", "MAX_DECISIONS", "MAX_GAMES", "MAX_LIVE_GAMES", "MAX_RECORDS_BYTES",
-    "MAX_RECORDS_GAMES", "MAX_SPEC_CHARS", "MAX_WORKERS", "read_bounded", "size_text",
-]  # fmt: skip
+    "JSON_BYTES_PER_ITEM",
+    "JSON_LEAST_ITEMS",
+    "MAX_ACTIONS",
+    "MAX_CONFIG_BYTES",
+    "MAX_DECISIONS",
+    "MAX_GAMES",
+    "MAX_LIVE_GAMES",
+    "MAX_RECORDS_BYTES",
+    "MAX_RECORDS_GAMES",
+    "MAX_SPEC_CHARS",
+    "MAX_SUMMARY_BYTES",
+    "MAX_WORKERS",
+    "parse_json",
+    "read_bounded",
+    "read_json",
+    "size_text",
+]

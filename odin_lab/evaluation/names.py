@@ -44,8 +44,11 @@ def short_names(specs: Sequence[str]) -> list[str]:
         by_name: dict[str, set[str]] = defaultdict(set)
         for spec, names, k in zip(specs, candidates, level):
             by_name[names[k]].add(spec)
-        clashes = [i for i, (names, k) in enumerate(zip(candidates, level))
-                   if len(by_name[names[k]]) > 1 and k + 1 < len(names)]  # fmt: skip
+        clashes = [
+            i
+            for i, (names, k) in enumerate(zip(candidates, level))
+            if len(by_name[names[k]]) > 1 and k + 1 < len(names)
+        ]
         if not clashes:
             return [names[k] for names, k in zip(candidates, level)]
         for i in clashes:

@@ -18,6 +18,7 @@ from agents.dmc import BUNDLED_DMC
 from agents.linear import BUNDLED_LINEAR
 from agents.ppo import bundled_models
 from agents.registry import MODEL_KINDS, search_network
+from odin_env.files import open_regular
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,9 +33,12 @@ def _version(package: str) -> str | None:
 def _commit() -> str | None:
     try:
         done = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-            timeout=5, check=True,
-        )  # fmt: skip
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
@@ -43,7 +47,7 @@ def _commit() -> str | None:
 def sha256(path: Path) -> str:
     """The sha256 of a file's bytes."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -52,8 +56,8 @@ def sha256(path: Path) -> str:
 def model_files(specs: Sequence[str]) -> dict[str, str]:
     """The sha256 of each model file the specs play: ``ppo:PATH``, ``dmc:PATH`` and
     ``linear:PATH`` by their spec, the bundled models of ``ppo``, ``dmc`` and ``linear`` as
-    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE`` (``dmc/FILE`` too for a search that asks a
-    bundled network: ``search:N:net``, ``search:N:net:one``, ...)."""
+    ``ppo/FILE``, ``dmc/FILE`` and ``linear/FILE`` (``dmc/FILE`` too for a ``search``: the
+    network that shortlists its candidates)."""
     files = {}
     for spec in dict.fromkeys(specs):
         name, _, path = spec.partition(":")

@@ -39,7 +39,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from agents.files import write_atomic
 from odin_env.cards import GOAT_BIT, GOAT_PENALTY, MAX_HAND, names
 from odin_env.rules import PHASE_NAMES, Config, Game
 from odin_env.spec import PASS, PLAY_BITS, is_take, taken_card
@@ -49,9 +48,11 @@ from odin_lab.evaluation.limits import (
     MAX_RECORDS_BYTES,
     MAX_RECORDS_GAMES,
     MAX_SPEC_CHARS,
+    parse_json,
     read_bounded,
 )
 from odin_lab.evaluation.tournament import GameRecord
+from odin_lab.files import write_atomic
 
 RECORDS_FORMAT = "odin-lab-games"
 """The ``"format"`` value of every records file (tournament.json included)."""
@@ -203,12 +204,7 @@ def load_records(path: Path | str, limit: int = MAX_RECORDS_BYTES) -> RecordsFil
 def parse_records(raw: bytes, name: str = "records") -> RecordsFile:
     """The records in ``raw`` (a records file's bytes); ``ValueError`` as :func:`load_records`
     gives it, starting with ``name``."""
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise ValueError(f"{name}: not a records file (JSON nested too deep)") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{name}: not a JSON records file ({e})") from None
+    data = parse_json(raw, name, "a JSON records file")
     try:
         return _parse(data)
     except ValueError as e:

@@ -158,7 +158,7 @@ def check_writable(path: Path, flag: str = "--out", folder: bool = True) -> None
 def write_file(path: Path, payload: bytes) -> None:
     """Write one results file atomically (temp file, then rename); :class:`NotWrittenError` with one
     line on a full disk or an unwritable path, the earlier file whole. Signals wait for it."""
-    from agents.files import write_atomic
+    from odin_lab.files import write_atomic
 
     with held_interrupts():
         try:

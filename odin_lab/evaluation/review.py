@@ -110,9 +110,11 @@ def review_steps(
             continue
         game = step.game
         scores = score_candidates(
-            observe(game, seat), game.legal_mask(), rollouts=rollouts,
+            observe(game, seat),
+            game.legal_mask(),
+            rollouts=rollouts,
             seed=spawn_seed(seed, step_index),
-        )  # fmt: skip
+        )
         best = hint_json(scores)["best"]
         played, top = scores.of(step.action), scores.of(best)
         decisions.append(
@@ -196,9 +198,13 @@ def review_record(
         "seed": seed,
     }
     body = review_steps(
-        iter_steps(record, records.config), seat, rollouts=rollouts, seed=seed,
-        hinted=hints_of(records, game), progress=progress,
-    )  # fmt: skip
+        iter_steps(record, records.config),
+        seat,
+        rollouts=rollouts,
+        seed=seed,
+        hinted=hints_of(records, game),
+        progress=progress,
+    )
     return {**head, **body}
 
 

@@ -11,11 +11,10 @@ in the plan (:func:`resumed_rows`), not replayed: a partial file is data the stu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from odin_lab.evaluation.limits import MAX_SUMMARY_BYTES, read_bounded
+from odin_lab.evaluation.limits import MAX_SUMMARY_BYTES, read_json
 from odin_lab.evaluation.results import Interrupted
 
 
@@ -56,7 +55,7 @@ def resumed_rows(path: Path, expected: dict, plan: Sequence[dict], field: str) -
     differs from the saved one's, and when its rows are not the first rows of ``plan`` (each
     row's identity entries) or are all of them."""
     try:
-        saved = json.loads(read_bounded(path, MAX_SUMMARY_BYTES))
+        saved = read_json(path, MAX_SUMMARY_BYTES)
     except (OSError, ValueError) as e:
         raise ValueError(
             f"--resume: cannot read {path} ({e}); start afresh without --resume"

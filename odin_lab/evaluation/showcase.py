@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation.results import Interrupted, results_folder
 from odin_lab.evaluation.studies import seating, tournament
+from odin_lab.files import write_atomic
 
 SHOWCASE_FILES = ("tournament", "seating", "showcase.txt", "provenance.json")
 """What the showcase's folder holds."""

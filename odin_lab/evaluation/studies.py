@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from agents.files import write_atomic
 from odin_env.rules import Config
 from odin_lab.evaluation import figures, stats
 from odin_lab.evaluation.names import labels, short_names
@@ -45,6 +44,7 @@ from odin_lab.evaluation.tournament import (
     TournamentInterrupted,
     play_tournament,
 )
+from odin_lab.files import write_atomic
 
 TOURNAMENT_FILES = ("tournament.json", "games.csv", "agents.csv", "tournament.png",
                     "tournament.pdf", "provenance.json")  # fmt: skip
@@ -160,7 +160,7 @@ def tournament(
                 start=start,
                 ray=ray,
                 on_deals=Saver(keep, config.players),
-            )  # fmt: skip
+            )
             if start < deals
             else []
         )
@@ -269,17 +269,29 @@ def seating(
     saying so; ``resume=True`` continues a partial study of the same settings."""
     out = Path(out)
     plan = [{"players": n, "first_player": rule} for rule in rules for n in players]
-    key = {"study": "seating", "agent": agent, "config": config_dict(base), "seed": seed,
-           "games_per_cell": games}  # fmt: skip
+    key = {
+        "study": "seating",
+        "agent": agent,
+        "config": config_dict(base),
+        "seed": seed,
+        "games_per_cell": games,
+    }
 
     def play(row: dict) -> dict:
-        config = replace(base, players=row["players"], first_player=row["first_player"],
-                         colours=None)  # fmt: skip
+        config = replace(
+            base, players=row["players"], first_player=row["first_player"], colours=None
+        )
         # Every seat holds the same agent, so rotating seats would replay the same games.
         records = play_tournament(
-            [agent] * config.players, config, games, seed, rotate=False, workers=workers,
-            progress=progress, ray=ray,
-        )  # fmt: skip
+            [agent] * config.players,
+            config,
+            games,
+            seed,
+            rotate=False,
+            workers=workers,
+            progress=progress,
+            ray=ray,
+        )
         positions = stats.seat_win_rates(records, from_leader=True)
         test = stats.no_seat_effect([p["wins"] for p in positions])
         return {**row, "games": len(records), "positions": positions, **test}
@@ -301,13 +313,20 @@ def _write_seating_files(stage: Path, summary: dict) -> None:
     write_csv(
         stage / "seating.csv",
         [
-            {"players": c["players"], "first_player": c["first_player"], "position": p["seat"],
-             "win_rate": p["win_rate"], "ci_low": p["ci_low"], "ci_high": p["ci_high"],
-             "chi2": c["chi2"], "p": c["p"]}
+            {
+                "players": c["players"],
+                "first_player": c["first_player"],
+                "position": p["seat"],
+                "win_rate": p["win_rate"],
+                "ci_low": p["ci_low"],
+                "ci_high": p["ci_high"],
+                "chi2": c["chi2"],
+                "p": c["p"],
+            }
             for c in cells
             for p in c["positions"]
         ],
-    )  # fmt: skip
+    )
     if not summary.get("partial"):
         figures.save_figure(figures.seating_figure(summary), stage / "seating.png")
 

@@ -124,9 +124,13 @@ class Table:
             raise ValueError("no decision of yours to hint at: wait for your turn")
         game, step = self.game, len(self.actions)
         answer = hint(
-            observe(game, self.seat), self.config, ms=ms, mask=game.legal_mask(),
-            seed=spawn_seed(self.seed, _HINT_KEY, step), rollouts=rollouts,
-        )  # fmt: skip
+            observe(game, self.seat),
+            self.config,
+            ms=ms,
+            mask=game.legal_mask(),
+            seed=spawn_seed(self.seed, _HINT_KEY, step),
+            rollouts=rollouts,
+        )
         if step not in self.hints:
             self.hints.append(step)
         return answer
@@ -142,9 +146,14 @@ class Table:
         not over, with the hints asked); ``OSError`` when it cannot be written (an earlier file
         there is unchanged)."""
         write_person_game(
-            Path(path), self.config, self.specs, self.record(), source,
-            seed_chosen=seed_chosen, hints=self.hints,
-        )  # fmt: skip
+            Path(path),
+            self.config,
+            self.specs,
+            self.record(),
+            source,
+            seed_chosen=seed_chosen,
+            hints=self.hints,
+        )
 
 
 def table_notes(specs: Sequence[str], agents: Sequence, players: int) -> list[str]:

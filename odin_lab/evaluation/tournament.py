@@ -28,25 +28,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from tqdm import tqdm
 
-from agents.batch import BatchAgent, act_by_seat
-from agents.registry import (
-    absolute_spec,
-    batch_form_names,
-    has_batch_form,
-    make,
-    make_batch_agent,
-)
-from agents.warm import compile_side_by_side
+from agents.batch import BatchAgent
+from agents.registry import absolute_spec, has_batch_form
 from odin_env.batched import BatchedGames, announce_compilation
 from odin_env.observation import observation_size, observe
 from odin_env.rules import Config, Game
-from odin_env.seeding import GOLDEN, spawn_seed, splitmix64
+from odin_env.seeding import GOLDEN, splitmix64
+from odin_lab.evaluation import failures, players
+from odin_lab.evaluation.deals import (
+    GameRecord,
+    PlayerFailed,
+    TournamentInterrupted,
+    agent_seed,
+    deal_seed,
+    rotation_order,
+)
+from odin_lab.evaluation.failures import AgentFailed
 from odin_lab.evaluation.limits import MAX_GAMES
+from odin_lab.evaluation.warm import compile_side_by_side
 from odin_lab.evaluation.workers import Workers
 
 TOURNAMENT_ENGINES = ("auto", "single", "batched")
@@ -56,89 +60,38 @@ BATCH = 1024
 """Default number of games a batched tournament plays at once (per worker)."""
 
 
-@dataclass(frozen=True)
-class GameRecord:
-    """One finished game. Seats are absolute; ``agents[s]`` is the index (into the tournament's
-    agent list) of the agent in seat ``s``."""
-
-    deal: int
-    rotation: int
-    seed: int
-    agents: tuple[int, ...]
-    first_leader: int
-    hands: tuple[tuple[int, ...], ...]
-    """Per finished hand, the penalty of each seat."""
-    totals: tuple[int, ...]
-    winners: tuple[int, ...]
-    """Seats on the lowest total (several on a draw); empty only for an unfinished game (a play
-    session that was interrupted, see :mod:`odin_lab.evaluation.records`)."""
-    actions: tuple[int, ...] = ()
-    """The action of every decision that was not forced, in play order (the forced ones are
-    exactly those ``Game.play_forced`` applies): with ``seed`` they rebuild the whole game
-    (:func:`odin_lab.evaluation.records.replay`). Empty in records written before version 2."""
-
-    def to_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> GameRecord:
-        """The record of :meth:`to_dict`'s output (lists back to tuples)."""
-        return cls(
-            deal=int(data["deal"]),
-            rotation=int(data["rotation"]),
-            seed=int(data["seed"]),
-            agents=tuple(data["agents"]),
-            first_leader=int(data["first_leader"]),
-            hands=tuple(tuple(h) for h in data["hands"]),
-            totals=tuple(data["totals"]),
-            winners=tuple(data["winners"]),
-            actions=tuple(data.get("actions", ())),
-        )
-
-
-class TournamentInterrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`play_tournament`: ``records`` holds every game of the deals that
-    finished, a prefix of the tournament in ``(deal, rotation)`` order (``deals_done`` deals)."""
-
-    def __init__(self, records: list[GameRecord], deals_done: int):
-        super().__init__(f"interrupted after {deals_done} deals")
-        self.records, self.deals_done = records, deals_done
-
-
-def deal_seed(seed: int, deal: int) -> int:
-    """The seed of deal ``deal`` of a tournament seeded ``seed`` (a 63-bit int)."""
-    return spawn_seed(seed, deal)
-
-
-def agent_seed(seed: int, deal: int, rotation: int, seat: int) -> int:
-    """The seed an agent gets for one game (so stochastic agents replay identically)."""
-    return spawn_seed(seed, deal, rotation, seat, 1)
-
-
-def play_game(game: Game, seat_agents: Sequence, actions: list[int] | None = None) -> Game:
+def play_game(
+    game: Game,
+    seat_agents: Sequence,
+    actions: list[int] | None = None,
+    names: Sequence[str] | None = None,
+    where: tuple[int, int] = (0, 0),
+    limit: float | None = None,
+) -> Game:
     """Play ``game`` to its end with ``seat_agents[s]`` in seat ``s``; return it. ``actions``:
-    when given, the action of every decision that was not forced is appended to it, in order."""
+    when given, the action of every decision that was not forced is appended to it, in order.
+    An agent that fails (see :mod:`odin_lab.evaluation.failures`; ``limit``: the decision
+    limit, by default the process's) raises :class:`AgentFailed` naming it (``names[s]``, by
+    default its ``name``), its seat and the game ``where`` (deal, rotation)."""
     obs = np.empty(observation_size(game.config), dtype=np.float32)
+    limit = failures.decision_limit() if limit is None else limit
     while True:
         game.play_forced()
         if game.is_over:
             return game
         seat = game.current
-        chosen = seat_agents[seat].act(observe(game, seat, out=obs), game.legal_mask())
+        agent = seat_agents[seat]
+        who = names[seat] if names else getattr(agent, "name", type(agent).__name__)
+        place = (who, seat, *where)
+        view = observe(game, seat, out=obs)
+        chosen = failures.ask(limit, place, agent.act, view, game.legal_mask())
         try:
-            action = int(chosen)
+            action = failures.as_action(chosen)
             game.apply(action)
-        except (TypeError, ValueError) as error:  # say whose move it was: often one's own agent
-            who = getattr(seat_agents[seat], "name", type(seat_agents[seat]).__name__)
-            said = f"agent {who!r} in seat {seat} chose {chosen!r:.60}: {error}"
-            raise ValueError(said) from None
+        except ValueError as error:  # say whose move it was: often one's own agent
+            raise failures.failed(place, f"chose {chosen!r:.60}: {error}") from None
         if actions is not None:
             actions.append(action)
-
-
-def rotation_order(players: int, rotation: int) -> tuple[int, ...]:
-    """Which agent sits in each seat in a rotation: seat ``s`` holds agent ``(s - r) % n``."""
-    return tuple((s - rotation) % players for s in range(players))
 
 
 @dataclass(frozen=True)
@@ -149,21 +102,19 @@ class _Job:
     rotations: int
     batch: int = 0
     """Games played at once; 0 for the single engine."""
+    limit: float = failures.DECISION_LIMIT_S
+    """The decision limit (seconds; 0: none), carried to the workers."""
 
 
 _worker_agents: list = []
 
 
 def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
-    global _worker_agents
-    if not batched:
-        _worker_agents = [make(spec) for spec in specs]
-        return
     # A batched agent serves rows of many games at once, so it keeps no per-game state: one
     # instance per distinct spec serves all its seats, in one call per step. The batched
-    # random agent draws from per-row keys, never from this seed; it is fixed anyway.
-    built = {spec: make_batch_agent(spec, seed=0) for spec in dict.fromkeys(specs)}
-    _worker_agents = [built[spec] for spec in specs]
+    # random agent draws from per-row keys, never from its seed (0).
+    global _worker_agents
+    _worker_agents = players.seat_agents(specs, batched)
 
 
 def _play_deal(
@@ -175,16 +126,19 @@ def _play_deal(
     for rotation in range(job.rotations):
         order = rotation_order(n, rotation)
         seat_agents = [agents[i] for i in order]
+        names = [_name(job, agents, i) for i in order]
         for seat, agent in enumerate(seat_agents):
             reset = getattr(agent, "reset", None)
             if reset is not None:
-                reset(seat, agent_seed(job.seed, deal, rotation, seat))
+                place = (names[seat], seat, deal, rotation)
+                seeded = agent_seed(job.seed, deal, rotation, seat)
+                failures.ask(job.limit, place, reset, seat, seeded, doing="in reset")
         game = Game(job.config, seed=seed)
         first_leader = game.hand_leader
         if watch is not None:
             watch(game)
         actions: list[int] = []
-        play_game(game, seat_agents, actions)
+        play_game(game, seat_agents, actions, names, (deal, rotation), job.limit)
         records.append(
             GameRecord(
                 deal=deal,
@@ -199,6 +153,12 @@ def _play_deal(
             )
         )
     return records
+
+
+def _name(job: _Job, agents: Sequence, index: int) -> str:
+    """What a failure calls agent ``index``: its spec, else its ``name``."""
+    agent = agents[index]
+    return job.specs[index] if job.specs else getattr(agent, "name", type(agent).__name__)
 
 
 _MIN_WIDTH = 64
@@ -235,10 +195,12 @@ def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameR
     n, rotations, count = job.config.players, job.rotations, len(games)
     deal_of = [g // rotations for g in games]
     rotation_of = [g % rotations for g in games]
+    deal_array, rotation_array = np.array(deal_of), np.array(rotation_of)
     seeds: dict[int, int] = {d: deal_seed(job.seed, d) for d in dict.fromkeys(deal_of)}
     # Each distinct agent object is asked once per step; ``table[a]`` is agent a's object.
     distinct = list({id(agent): agent for agent in agents}.values())
     table = np.array([[d is a for d in distinct].index(True) for a in agents], dtype=np.int64)
+    names = [_name(job, agents, [a is d for a in agents].index(True)) for d in distinct]
     # When the list runs out, slots go idle while the longest games finish: with fewer slots
     # than games / 8, each slot plays 8 games or more and the idle tail stays short.
     width = min(job.batch, max(_MIN_WIDTH, -(-count // 8)), count)
@@ -265,13 +227,25 @@ def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameR
         # Row i's agent: the one that game i's rotation seats where its turn is.
         who = table[(seat - rotation) % n]
         row_keys = keys[slots, seat] + decisions * golden
+
+        j = np.maximum(game_of, 0)  # each slot's game (idle slots' rows are not asked)
+        games = (seat, deal_array[j], rotation_array[j])
         if live == width:
-            actions = act_by_seat(distinct, engine.obs, engine.mask, who, row_keys)
+            actions = failures.act_batched(
+                distinct, names, engine.obs, engine.mask, who, row_keys, job.limit, games
+            )
         else:  # the list has run out: idle slots play any legal action, unseen
             actions = engine.first_legal
             rows = np.flatnonzero(game_of >= 0)
-            actions[rows] = act_by_seat(
-                distinct, engine.obs[rows], engine.mask[rows], who[rows], row_keys[rows]
+            actions[rows] = failures.act_batched(
+                distinct,
+                names,
+                engine.obs[rows],
+                engine.mask[rows],
+                who[rows],
+                row_keys[rows],
+                job.limit,
+                tuple(column[rows] for column in games),
             )
         playing = np.flatnonzero(game_of >= 0)
         if moved.max() >= moves.shape[1]:
@@ -322,10 +296,17 @@ def _work(args: tuple[_Job, range]) -> list[GameRecord]:
     job, part = args
     if job.batch:
         return _play_games_batched(job, part, _worker_agents)
-    out = []
+    out: list[GameRecord] = []
     for deal in part:
-        out += _play_deal(job, deal, _worker_agents)
+        try:
+            out += _play_deal(job, deal, _worker_agents)
+        except AgentFailed as failure:  # the deals this task finished are kept too
+            raise AgentFailed(failure.line, failure.details, out) from None
     return out
+
+
+def _limit() -> float:
+    return failures.decision_limit()
 
 
 def _check_engine(engine: str, batch: int) -> None:
@@ -333,19 +314,6 @@ def _check_engine(engine: str, batch: int) -> None:
         raise ValueError(f"engine must be one of {', '.join(TOURNAMENT_ENGINES)}; got {engine!r}")
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
-
-
-def _use_batched(engine: str, names: Sequence[str], batchable: Sequence[bool]) -> bool:
-    """Whether ``engine`` means the batched engine for agents ``names``; ``ValueError`` when
-    it is ``batched`` and some agent has no batched form."""
-    if engine == "batched" and not all(batchable):
-        single = sorted({name for name, ok in zip(names, batchable) if not ok})
-        raise ValueError(
-            f"engine 'batched' needs agents with a batched form "
-            f"(act_batch: {', '.join(batch_form_names())}); "
-            f"none for {', '.join(single)}: use engine 'single' or 'auto'"
-        )
-    return engine == "batched" or (engine == "auto" and all(batchable))
 
 
 def play_deals(
@@ -378,11 +346,10 @@ def play_deals(
     if not isinstance(deals, range) or deals.step != 1 or deals.start < 0 or not len(deals):
         raise ValueError(f"deals must be a count >= 1 or a non-empty range(lo, hi); got {deals}")
     names = [getattr(agent, "name", repr(agent)) for agent in agents]
-    batched = watch is None and _use_batched(
-        engine, names, [isinstance(a, BatchAgent) for a in agents]
-    )
+    batchable = [isinstance(a, BatchAgent) for a in agents]
+    batched = watch is None and players.use_batched(engine, names, batchable, "engine")
     rotations = config.players if rotate else 1
-    job = _Job((), config, int(seed), rotations, int(batch) if batched else 0)
+    job = _Job((), config, int(seed), rotations, int(batch) if batched else 0, _limit())
     if batched:
         games = range(deals.start * rotations, deals.stop * rotations)
         return _play_games_batched(job, games, agents)
@@ -431,8 +398,7 @@ def play_tournament(
         raise ValueError(f"workers must be >= 1; got {workers}")
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1; got {chunk}")
-    # Build every agent here (fail with a clear message rather than inside a worker).
-    batched = _use_batched(engine, specs, [has_batch_form(spec) for spec in specs])
+    batched = players.use_batched(engine, specs, [has_batch_form(spec) for spec in specs], "engine")
     spread = workers
     if ray is not None:
         from odin_lab.evaluation import distributed
@@ -445,7 +411,7 @@ def play_tournament(
     # Workers rebuild the agents from the specs, maybe in another folder (Ray): a file agent's
     # relative path is made absolute here, where it was given.
     specs = tuple(absolute_spec(spec) for spec in specs)
-    job = _Job(specs, config, int(seed), rotations, int(batch) if batched else 0)
+    job = _Job(specs, config, int(seed), rotations, int(batch) if batched else 0, _limit())
     if batched:
         # Game g is deal g // rotations, rotation g % rotations.
         chunks = batched_parts(start * rotations, deals * rotations, job.batch, max(16, spread))
@@ -463,9 +429,15 @@ def play_tournament(
                 records += part
                 if on_deals is not None:
                     on_deals(records)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, AgentFailed) as stop:
         done = len(records) // rotations  # whole deals only: every rotation of each
-        raise TournamentInterrupted(records[: done * rotations], start + done) from None
+        kept = records[: done * rotations]
+        if isinstance(stop, AgentFailed):
+            following = stop.done and stop.done[0].deal == start + done  # its task's, in order
+            kept = kept + stop.done if following else kept
+            done = len(kept) // rotations
+            raise PlayerFailed(kept, start + done, stop) from None
+        raise TournamentInterrupted(kept, start + done) from None
     return records
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from agents.processes import started_ignoring_ctrl_c
+from odin_lab.evaluation.processes import started_ignoring_ctrl_c
 
 STOP_WAIT_S = 5.0
 """How long an ended worker may take to exit on SIGTERM before it is killed."""

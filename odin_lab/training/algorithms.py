@@ -7,13 +7,15 @@ A new algorithm is one module (its settings dataclass and its learner, see
 
 from __future__ import annotations
 
-import json
 import typing
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 from odin_env.rules import Config
+from odin_lab.evaluation.limits import MAX_CONFIG_BYTES, read_json
+from odin_lab.evaluation.trust import trusted
 from odin_lab.training.cem import CEMConfig, CEMLearner
 from odin_lab.training.config import (
     DEFAULT_ALGO,
@@ -21,19 +23,21 @@ from odin_lab.training.config import (
     TrainingError,
     config_from_json,
     run_fields,
+    specs_in,
 )
 from odin_lab.training.dmc import DMCConfig, DMCLearner
 from odin_lab.training.exit import ExItConfig, ExItLearner
 from odin_lab.training.learner import Algorithm
 from odin_lab.training.ppo import PPOConfig, PPOLearner
 from odin_lab.training.run import run
+from odin_lab.training.settings import drop_retired
 
 ALGORITHMS: dict[str, Algorithm] = {
     "ppo": Algorithm("ppo", PPOConfig, PPOLearner, "PPO (MaskablePPO's update), batched engine"),
     "dmc": Algorithm("dmc", DMCConfig, DMCLearner, "deep Monte Carlo (DouZero), batched engine"),
     "cem": Algorithm("cem", CEMConfig, CEMLearner, "cross-entropy method, linear feature player"),
-    "exit": Algorithm("exit", ExItConfig, ExItLearner, "expert iteration: search labels, DMC net"),
-}  # fmt: skip
+    "exit": Algorithm("exit", ExItConfig, ExItLearner, "expert iteration: search labels, Q-net"),
+}
 """Every algorithm ``train.py --algo`` takes, by name."""
 
 
@@ -63,9 +67,11 @@ def make_config(
 ) -> TrainConfig:
     """A run's settings from flat keywords, as the flags name them: the run's own and the
     algorithm's (``make_config("ppo", n_steps=64, opponents=["greedy"])``); ``TypeError``
-    naming an unknown one. The run's ``name`` defaults to the algorithm's."""
+    naming an unknown one, ``ValueError`` a retired one (:func:`odin_lab.training.settings
+    .drop_retired`). The run's ``name`` defaults to the algorithm's."""
     settings.setdefault("name", algo)
     section = algorithm(algo).settings
+    settings = drop_retired(settings, getattr(section, "RETIRED", {}))
     mine = {f.name for f in fields(section)}
     unknown = sorted(set(settings) - mine - set(run_fields()))
     if unknown:
@@ -101,21 +107,30 @@ def parse_settings(algo: str, items: list[str]) -> dict[str, Any]:
     return out
 
 
-def read_config(run_dir: Path) -> TrainConfig:
-    """The :class:`TrainConfig` stored in ``run_dir/config.json``; ``TrainingError`` if unusable."""
+def read_config(run_dir: Path, trust: Sequence[str] = ()) -> TrainConfig:
+    """The :class:`TrainConfig` stored in ``run_dir/config.json``; ``TrainingError`` if unusable,
+    or if it names outside code (an agent spec of :func:`odin_lab.training.config.specs_in`) that
+    ``trust``, the specs the command line gives, does not: refused before anything imports it."""
     path = Path(run_dir) / "config.json"
     try:
-        payload = json.loads(path.read_text())
+        payload = read_json(path, MAX_CONFIG_BYTES)
         if not isinstance(payload, dict):
             raise ValueError("not a JSON object")
         # A config.json from before the training wing names no algorithm: it was PPO's.
         section = algorithm(payload.get("algo", "ppo")).settings
-        config = config_from_json(payload, section)
+        specs = specs_in(payload, section)
     except FileNotFoundError:
         raise TrainingError(f"cannot resume {run_dir}: no config.json (is it a run?)") from None
     except (OSError, ValueError, TypeError) as error:
         raise TrainingError(f"cannot resume {run_dir}: bad config.json ({error})") from None
-    return config
+    try:
+        trusted(specs, trust, path)
+    except ValueError as error:
+        raise TrainingError(f"cannot resume {run_dir}: {error}") from None
+    try:
+        return config_from_json(payload, section)
+    except (ValueError, TypeError) as error:
+        raise TrainingError(f"cannot resume {run_dir}: bad config.json ({error})") from None
 
 
 def train(config: TrainConfig, resume: bool = False) -> Path | None:

@@ -24,8 +24,7 @@ opponent kind here: candidates playing each other score zero-sum shares of one t
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +36,17 @@ from agents.linear import (
     LinearAgent,
     features,
     linear_info,
+    linear_state,
     read_linear,
     scores,
-    write_linear,
 )
 from odin_env.batched import BatchedGames
 from odin_env.seeding import spawn_seed
-from odin_lab.training.config import TrainConfig, TrainingError, check_count
+from odin_lab.files import write_model
+from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM, device_of, held_interrupts
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
+from odin_lab.training.settings import setting
 
 SAMPLE, DEALS = 1, 2
 """Sub-streams of a generation's seed (``spawn_seed(seed, GAMES_STREAM, generation, KEY)``):
@@ -58,49 +59,28 @@ MAX_GAMES = 100_000
 class CEMConfig:
     """The cross-entropy method's settings (``train.py --algo cem``)."""
 
-    population: int = 16
+    population: int = setting(16, 2, MAX_POPULATION)
     """Weight vectors drawn per generation."""
-    elite_fraction: float = 0.25
+    elite_fraction: float = setting(0.25, 0.0, 1.0, above=True)
     """Share of the population (the best, at least one) the next distribution is fitted to."""
-    games_per_candidate: int = 32
+    games_per_candidate: int = setting(32, 1, MAX_GAMES)
     """Whole games each candidate plays per generation (the same deals for every candidate)."""
-    initial_std: float = 1.0
+    initial_std: float = setting(1.0, 0.0, 1e6, above=True)
     """Spread of every weight at the start (the mean starts at 0, or at ``init``'s weights)."""
-    noise_floor: float = 0.05
+    noise_floor: float = setting(0.05, 0.0, 1e6)
     """The least spread of a weight after an update (added noise against early collapse)."""
-    smoothing: float = 0.7
+    smoothing: float = setting(0.7, 0.0, 1.0, above=True)
     """Share of the move of the mean and spread towards the elite's per generation (1: all)."""
-    penalty_weight: float = 0.05
+    penalty_weight: float = setting(0.05, 0.0, 1e6)
     """Fitness = win share - this times the mean final penalty total / threshold."""
-    features: list[str] = field(default_factory=lambda: list(NAMES))
+    features: list[str] = setting(list(NAMES), choices=NAMES, length=(1, len(NAMES)))
     """The features the player weighs (agents.linear.FEATURES names; the others weigh 0)."""
 
     def check(self, run: TrainConfig) -> None:
-        """Raise ``ValueError`` naming the first bad setting."""
-        check_count("population", self.population, 2, MAX_POPULATION)
-        check_count("games_per_candidate", self.games_per_candidate, 1, MAX_GAMES)
-        ranges = {  # name: (low, high, low allowed)
-            "elite_fraction": (0.0, 1.0, False),
-            "initial_std": (0.0, 1e6, False),
-            "noise_floor": (0.0, 1e6, True),
-            "smoothing": (0.0, 1.0, False),
-            "penalty_weight": (0.0, 1e6, True),
-        }
-        for name, (low, high, closed) in ranges.items():
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            ok = ok and math.isfinite(value) and value <= high
-            if not (ok and (value >= low if closed else value > low)):
-                text = f"{'[' if closed else '('}{low:g}, {high:g}]"
-                raise ValueError(f"{name} must be a finite number in {text}; got {value!r}")
-        names = self.features
-        if not isinstance(names, list) or not names or any(n not in NAMES for n in names):
-            bad = [n for n in names if n not in NAMES] if isinstance(names, list) else names
-            raise ValueError(
-                f"features must name one or more of {', '.join(NAMES)}; got {bad or names!r}"
-            )
-        if len(set(names)) != len(names):
-            raise ValueError(f"features must name each feature once; got {names}")
+        """Raise ``ValueError`` naming the first setting that does not fit the others (each
+        setting's own range: :func:`odin_lab.training.settings.check_settings`)."""
+        if len(set(self.features)) != len(self.features):
+            raise ValueError(f"features must name each feature once; got {self.features}")
         if LEARNER in run.opponents:
             raise ValueError(
                 f"opponents: {LEARNER!r} has no meaning for cem (candidates in every seat would "
@@ -171,13 +151,15 @@ class CEMLearner:
             self.std = np.maximum((1 - a) * self.std + a * spread, settings.noise_floor)
             self.steps += decisions
             self.generation += 1
-        figures.update({
-            "train/fitness_mean": float(fitness.mean()),
-            "train/fitness_best": float(fitness.max()),
-            "train/fitness_elite": float(fitness[order[: settings.elites]].mean()),
-            "train/std_mean": float(self.std.mean()),
-            "train/generation": float(self.generation),
-        })  # fmt: skip
+        figures.update(
+            {
+                "train/fitness_mean": float(fitness.mean()),
+                "train/fitness_best": float(fitness.max()),
+                "train/fitness_elite": float(fitness[order[: settings.elites]].mean()),
+                "train/std_mean": float(self.std.mean()),
+                "train/generation": float(self.generation),
+            }
+        )
         return figures
 
     def play(
@@ -195,8 +177,9 @@ class CEMLearner:
         )
         deals = deal_seeds.generate_state(games_each, dtype=np.uint64).tolist()
         # Game i: one deal, seat and opponent table for every candidate (common random numbers).
-        pool = OpponentPool(config.opponents, players, config.seat,
-                            spawn_seed(config.seed, POOL_STREAM, generation))  # fmt: skip
+        pool = OpponentPool(
+            config.opponents, players, config.seat, spawn_seed(config.seed, POOL_STREAM, generation)
+        )
         if self.snapshots:
             pool.set_snapshots(self.snapshots)
         seats, kinds, tables = [], [], []
@@ -262,7 +245,8 @@ class CEMLearner:
         return linear_info(self.names, self.config.game.players)
 
     def write_player(self, path: Path, provenance: dict[str, Any]) -> Path:
-        return write_linear(path, self.names, self.mean, {**self.info(), "provenance": provenance})
+        state = linear_state(self.names, self.mean)
+        return write_model(path, state, {**self.info(), "provenance": provenance})
 
     def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
         tensors = {

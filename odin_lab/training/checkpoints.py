@@ -6,7 +6,7 @@ Every file is a lab model file (docs/model-format.md) or JSON: safetensors tenso
 metadata, so nothing a run reads is ever unpickled. A checkpoint is a model file whose tensors
 are what the learner saves (weights, optimizer state, snapshots) and whose ``run`` metadata holds
 the services' state (step, evaluations, best score, the run's settings) beside the learner's
-own entries. Every file is written atomically (:func:`agents.files.write_atomic`).
+own entries. Every file is written atomically (:func:`odin_lab.files.write_atomic`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch as th
 
 from agents.dmc import ensemble_state, read_dmc_model
-from agents.files import write_atomic
-from agents.ppo import FORMAT_VERSION, MODEL_FORMAT, write_model
+from agents.model_file import FORMAT_VERSION, MODEL_FORMAT
 from agents.registry import read_model_file
+from odin_env.files import check_regular, read_head
+from odin_lab.evaluation.limits import MAX_CONFIG_BYTES, read_json
+from odin_lab.files import write_atomic, write_model
 from odin_lab.training.config import TrainConfig, TrainingError, config_from_json, config_to_json
 
 CHECKPOINT = "checkpoint.safetensors"
@@ -135,6 +138,34 @@ def save_checkpoint(
     return path
 
 
+def optimizer_arrays(optimizer: th.optim.Optimizer) -> tuple[dict[str, np.ndarray], dict]:
+    """A torch optimizer's state as a checkpoint holds it: its tensors as arrays named
+    ``optimizer/INDEX/NAME``, and the JSON entry of the rest (``param_groups``, and ``state``'s
+    plain numbers)."""
+    state = optimizer.state_dict()
+    tensors, plain = {}, {}
+    for index, values in state["state"].items():
+        plain[str(index)] = {}
+        for name, value in values.items():
+            if isinstance(value, th.Tensor):
+                tensors[f"optimizer/{index}/{name}"] = value.detach().cpu().numpy()
+            else:
+                plain[str(index)][name] = value
+    return tensors, {"param_groups": state["param_groups"], "state": plain}
+
+
+def load_optimizer(optimizer: th.optim.Optimizer, tensors: dict[str, Any], entry: dict) -> None:
+    """Restore the state :func:`optimizer_arrays` saved as ``tensors`` (a checkpoint's, any
+    others among them ignored) and ``entry``."""
+    state: dict[int, dict[str, Any]] = {int(i): dict(v) for i, v in entry["state"].items()}
+    for key, value in tensors.items():
+        if key.startswith("optimizer/"):
+            _, index, name = key.split("/", 2)
+            tensor = value if isinstance(value, th.Tensor) else th.from_numpy(np.array(value))
+            state.setdefault(int(index), {})[name] = tensor
+    optimizer.load_state_dict({"state": state, "param_groups": entry["param_groups"]})
+
+
 def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:
     if isinstance(stored, dict) and isinstance(current, dict):
         out = []
@@ -164,9 +195,7 @@ def load_checkpoint(
             )
         raise TrainingError(f"cannot resume {run_dir}: it has no {CHECKPOINT}")
     try:
-        with open(path, "rb") as head:
-            zipped = head.read(4) == b"PK\x03\x04"
-        if zipped:
+        if read_head(path, 4) == b"PK\x03\x04":
             raise ValueError("it is a .zip (SB3 format), which loading would unpickle; refused")
         with safe_open(str(path), framework="np") as f:
             meta = f.metadata() or {}
@@ -207,7 +236,7 @@ def read_run(path: Path) -> tuple[int, RunState, dict[str, Any], dict[str, np.nd
     checkpoint (no learner is built)."""
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="np") as f:
+    with safe_open(str(check_regular(path)), framework="np") as f:
         run = json.loads(f.metadata()["run"])
         arrays = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
     return int(run["step"]), _run_state(run), run, arrays
@@ -227,7 +256,7 @@ def write_evaluations(run_dir: Path, evaluations: list[dict[str, Any]]) -> None:
 def best_on_record(run_dir: Path) -> float:
     """The score in ``best.json`` (``-inf`` when there is none or it is unreadable)."""
     try:
-        score = json.loads((run_dir / BEST_RECORD).read_text())["score"]
+        score = read_json(run_dir / BEST_RECORD, MAX_CONFIG_BYTES)["score"]
         return float(score) if score is not None else -math.inf
     except (OSError, ValueError, KeyError, TypeError):
         return -math.inf
@@ -306,7 +335,7 @@ def ensemble_models(paths: list[str | Path], out: str | Path, symmetries: int = 
 __all__ = [
     "BEST", "BEST_RECORD", "CHECKPOINT", "EVALUATIONS", "KEPT", "SOUP", "RunState",
     "average_models", "best_on_record", "checkpoint_step", "drop_kept_after", "ensemble_models",
-    "kept_path",
-    "kept_policies", "load_checkpoint", "provenance", "prune_kept", "read_run",
-    "save_checkpoint", "write_best_record", "write_config", "write_evaluations",
+    "kept_path", "kept_policies", "load_checkpoint", "load_optimizer", "optimizer_arrays",
+    "provenance", "prune_kept", "read_run", "save_checkpoint", "write_best_record",
+    "write_config", "write_evaluations",
 ]  # fmt: skip

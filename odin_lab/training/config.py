@@ -22,15 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from agents.registry import check_spec
-from odin_env.rules import Config, refuse_goat
+from odin_env.rules import MAX_PLAYERS, Config, refuse_goat
 from odin_lab.evaluation.distributed import require_ray
 from odin_lab.training.pool import LEARNER, check_kinds
+from odin_lab.training.settings import check_settings, drop_retired, setting
 
 RUN_NAME_HELP = "a plain directory name: letters, digits, '.', '_' or '-', not starting with '.'"
 MAX_STEPS = 10**12
-"""The most learner decisions a run counts to (a few years of a fast machine)."""
+"""The most learner decisions a run counts to (a few years of a fast machine). The run's other
+counts are bounded where beyond them a run could not be held in memory or on disk, or would
+never end; 0, where allowed, means none or never."""
 DEVICES = ("auto", "cpu", "cuda")
 """Where the networks and updates run (``TrainConfig.device``)."""
+SEARCHING = ("exit",)
+"""The algorithms whose learner runs searches that ``workers`` share."""
 LEGACY_PPO_FIELDS = (
     "n_envs", "n_steps", "batch_size", "n_epochs", "learning_rate", "gamma", "gae_lambda",
     "clip_range", "ent_coef", "vf_coef", "net_pi", "net_vf", "imitate", "prior", "imitate_games",
@@ -40,22 +45,9 @@ LEGACY_PPO_FIELDS = (
 a declaration: the settings themselves live in :mod:`odin_lab.training.ppo`)."""
 
 
-RUN_LIMITS = {
-    "total_steps": (0, MAX_STEPS), "snapshot_every": (1, MAX_STEPS),
-    "checkpoint_every": (1, MAX_STEPS), "eval_every": (0, MAX_STEPS),
-    "eval_deals": (1, 1_000_000), "torch_threads": (1, 1024), "selfplay_batch": (1, 65_536),
-    "actors": (1, 1024), "max_snapshots": (1, 1000), "soup": (0, 1000), "workers": (1, 1024),
-}  # fmt: skip
-"""The range of each of the run's counts (0 where it means none or never): beyond them a run
-could not be held in memory or on disk, or would never end."""
-
-
-def check_count(name: str, value: object, low: int, high: int) -> int:
-    """``value`` if it is an integer in ``[low, high]``, else ``ValueError`` naming the setting
-    and its range."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer {low}-{high:,}; got {value!r}")
-    return value
+SPEC_FIELDS = ("opponents", "eval_opponents")
+"""The run's settings that hold agent specs (an algorithm's section names its own in its
+``SPEC_FIELDS``): what a resume checks before it builds any (:func:`specs_in`)."""
 
 
 class TrainingError(Exception):
@@ -81,44 +73,44 @@ class TrainConfig:
     """The learning algorithm (its settings: ``algo_config``)."""
     game: Config = field(default_factory=Config)
     """The game: the settings of :class:`odin_env.rules.Config` (flags ``--players`` ...)."""
-    seat: int | None = None
+    seat: int | None = setting(None, 0, MAX_PLAYERS - 1)
     """The learner's seat; None draws it per episode."""
     opponents: list[str] = field(default_factory=lambda: ["greedy"])
     """Opponent pool: agent specs, ``self`` (snapshots of the learner) and ``learner`` (the
     learner holds every seat); one kind is drawn per episode."""
-    selfplay_batch: int = 256
+    selfplay_batch: int = setting(256, 1, 65_536)
     """Games in lockstep on the batched engine (per actor with ``ray``)."""
     ray: str | None = None
     """Collect on Ray actors: the cluster's address (``auto``, ``HOST:PORT``,
     ``ray://HOST:PORT``) or ``local`` (the flag alone), a Ray started for the run; may change on
     resume. None: in this process."""
-    actors: int = 1
+    actors: int = setting(1, 1, 1024)
     """Ray actors collecting rollouts, each on its own ``selfplay_batch`` games (with ``ray``)."""
-    workers: int = 1
+    workers: int = setting(1, 1, 1024)
     """Processes that run the learner's searches in parallel, where its algorithm has them
     (``exit``: each batch's searches); the run is the same for any count, which may change on
     resume."""
-    total_steps: int = 2_000_000
+    total_steps: int = setting(2_000_000, 0, MAX_STEPS)
     """Learner decisions to train for (the step counter includes earlier, resumed steps; 0: the
     algorithm's warm start only)."""
-    snapshot_every: int = 200_000
+    snapshot_every: int = setting(200_000, 1, MAX_STEPS)
     """Steps between snapshots of the learner for the ``self`` opponents."""
-    max_snapshots: int = 5
+    max_snapshots: int = setting(5, 1, 1000)
     """Snapshots kept in the ``self`` pool (the most recent)."""
-    checkpoint_every: int = 200_000
+    checkpoint_every: int = setting(200_000, 1, MAX_STEPS)
     """Steps between checkpoints."""
-    soup: int = 0
+    soup: int = setting(0, 0, 1000)
     """Keep the policies of the last ``soup`` checkpoints (``kept/``) and write their parameter
     average, a model soup, as ``soup.safetensors`` at the run's end (0: none)."""
-    eval_every: int = 200_000
+    eval_every: int = setting(200_000, 0, MAX_STEPS)
     """Steps between evaluations (0: never)."""
-    eval_deals: int = 50
+    eval_deals: int = setting(50, 1, 1_000_000)
     """Deals per evaluation opponent (each played from every seat)."""
     eval_opponents: list[str] = field(default_factory=lambda: ["greedy", "planner"])
     """Agents evaluated against (three copies each at 4 players)."""
-    torch_threads: int = 1
+    torch_threads: int = setting(1, 1, 1024)
     """Torch threads per process (1: a second busy process slowed two threads about 15x)."""
-    device: str = "cpu"
+    device: str = setting("cpu", choices=DEVICES)
     """Where the networks and their updates run: ``cpu``, ``cuda`` or ``auto`` (cuda when
     available); collection stays on the batched engine, and every file loads on either."""
     init: str | None = None
@@ -134,12 +126,9 @@ class TrainConfig:
         if not isinstance(self.game, Config):
             raise ValueError(f"game must be an odin_env.rules.Config; got {self.game!r}")
         refuse_goat(self.game, "the training wing")  # its networks' inputs are today's game's
-        for name, (low, high) in RUN_LIMITS.items():
-            check_count(name, getattr(self, name), low, high)
-        if self.seat is not None:
-            check_count("seat", self.seat, 0, self.game.players - 1)
-        if self.device not in DEVICES:
-            raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
+        check_settings(self)
+        if self.seat is not None and self.seat >= self.game.players:
+            raise ValueError(f"seat must be an integer 0-{self.game.players - 1}; got {self.seat}")
         check_kinds(self.opponents)
         for spec in self.eval_opponents:
             check_spec(spec)
@@ -152,15 +141,15 @@ class TrainConfig:
             require_ray()
         elif self.actors != 1:
             raise ValueError(f"actors run on Ray: add --ray [ADDRESS]; got actors {self.actors}")
-        if self.workers != 1 and not getattr(self.algo_config, "searches", False):
+        if self.workers != 1 and self.algo not in SEARCHING:
             raise ValueError(
-                f"workers run the searches of --algo exit; {self.algo} has none: leave workers "
-                f"at 1; got {self.workers}"
+                f"workers run the searches of --algo {', '.join(SEARCHING)}; {self.algo} has "
+                f"none: leave workers at 1; got {self.workers}"
             )
         check_run_name(self.name)
-        check = getattr(self.algo_config, "check", None)
-        if check is not None:
-            check(self)
+        if self.algo_config is not None:
+            check_settings(self.algo_config)
+            self.algo_config.check(self)
 
     @property
     def run_dir(self) -> Path:
@@ -208,10 +197,26 @@ def nest_legacy(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "algo": "ppo", "ppo": section}
 
 
+def specs_in(payload: dict[str, Any], section: type) -> list[object]:
+    """The agent specs a ``config.json`` payload holds (:data:`SPEC_FIELDS` and the section's
+    ``SPEC_FIELDS``), as stored: nothing checked, nothing imported (a list stands for its items,
+    anything else for itself)."""
+    payload = nest_legacy(payload)
+    settings = payload.get(payload.get("algo"), {}) if isinstance(payload.get("algo"), str) else {}
+    values = [payload.get(name) for name in SPEC_FIELDS]
+    if isinstance(settings, dict):
+        values += [settings.get(name) for name in getattr(section, "SPEC_FIELDS", ())]
+    out: list[object] = []
+    for value in values:
+        out += value if isinstance(value, list) else [] if value is None else [value]
+    return out
+
+
 def config_from_json(payload: dict[str, Any], section: type) -> TrainConfig:
     """The :class:`TrainConfig` of :func:`config_to_json`'s output (or a legacy flat one), with
     ``section`` the algorithm's settings dataclass; ``ValueError``/``TypeError`` for unknown
-    fields or bad values."""
+    fields, bad values or a retired setting (the section's ``RETIRED`` entries,
+    :class:`odin_lab.training.settings.Retired`) that does not hold today's value."""
     payload = nest_legacy(payload)
     game = payload.pop("game", None)
     if not isinstance(game, dict):
@@ -223,6 +228,8 @@ def config_from_json(payload: dict[str, Any], section: type) -> TrainConfig:
     unknown = sorted(set(payload) - set(run_fields()))
     if unknown:
         raise ValueError(f"config: unknown field {unknown[0]!r}")
+    # A setting retired since the run was made: dropped where it held what the lab does today.
+    settings = drop_retired(settings, getattr(section, "RETIRED", {}))
     known = {f.name for f in fields(section)}
     unknown = sorted(set(settings) - known)
     if unknown:
@@ -238,6 +245,6 @@ def dumps(config: TrainConfig) -> str:
 
 
 __all__ = [
-    "DEVICES", "RUN_NAME_HELP", "TrainConfig", "TrainingError", "check_run_name",
-    "config_from_json", "config_to_json", "dumps", "nest_legacy", "run_fields",
+    "DEVICES", "RUN_NAME_HELP", "SPEC_FIELDS", "TrainConfig", "TrainingError", "check_run_name",
+    "config_from_json", "config_to_json", "dumps", "nest_legacy", "run_fields", "specs_in",
 ]  # fmt: skip

@@ -1,6 +1,6 @@
-"""Deep Monte Carlo's actors (:mod:`odin_lab.training.dmc`): epsilon-greedy play on the batched
-engine, every learner decision kept until its episode ends and handed out with its Monte Carlo
-return.
+"""The actors of the Q-network learners (:mod:`odin_lab.training.dmc`,
+:mod:`odin_lab.training.exit`): epsilon-greedy play on the batched engine, every learner decision
+kept until its return is known and handed out with it, at one table size or several in turn.
 
 :class:`DMCCollector` plays ``B`` games of a :class:`odin_env.batched.BatchedGames` in lockstep.
 At each engine step the rows whose acting seat is the learner's (every seat without a pool, else
@@ -10,45 +10,37 @@ learner's ``greedy`` choice (all rows in one call); the opponents' rows are aske
 agents, one call per agent. Rewards are credited as PPO's collector credits them: a decision
 gets everything its seat was paid from that decision (included) until the seat's next decision
 or the episode's end (a seat paid before its first decision of an episode has nothing to
-credit). When an episode ends (with horizon ``hand`` or ``win``, when a hand ends), each seat's
-decisions since the last such end get their returns (:func:`discounted_returns`; with ``win``,
-every one of them the seat's chance to win the game from the totals the hand left,
-:func:`agents.search.win_chance`: exact when the hand ended the game) and are ready;
+credit). When an episode ends (with horizon ``hand``, when a hand ends), each seat's decisions
+since the last such end get their returns (:func:`discounted_returns`) and are ready;
 :meth:`DMCCollector.collect` hands out the ready ones and keeps the others for later.
+:class:`TableActors` holds a collector per table size a learner plays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from agents.search import win_chance
 from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
+from odin_env.rules import Config
+from odin_env.seeding import spawn_seed
 from odin_lab.training.collector import FinishedEpisode
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM
 from odin_lab.training.pool import LEARNER, OpponentPool
 
-HORIZONS = ("episode", "hand", "win")
-"""Where a decision's return stops (:class:`DMCCollector`'s ``horizon``): the episode's end, the
-end of its hand, or the end of its hand valued by the seat's win chance."""
-
-
-def check_game_loss(game_loss: object, horizon: str) -> None:
-    """``ValueError`` unless ``game_loss`` is a finite number >= 0, and 0 with horizon ``win``
-    (whose returns already value who wins)."""
-    if (
-        isinstance(game_loss, bool)
-        or not isinstance(game_loss, (int, float))
-        or not 0.0 <= game_loss < float("inf")
-    ):
-        raise ValueError(f"game_loss must be a number of penalty points >= 0; got {game_loss!r}")
-    if game_loss and horizon == "win":
-        raise ValueError(
-            "game_loss adds to penalty returns; horizon win already values who wins: set one"
-        )
+HORIZONS = ("hand", "episode")
+"""Where a decision's return stops (:class:`DMCCollector`'s ``horizon``): the end of its hand,
+or the episode's end."""
+EXPLORE, TABLES = 1, 4
+"""Sub-streams of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, KEY)``): the actors'
+exploration draws, and the games and pools of a table size after the first (``steps, TABLES,
+k``; also of the pool stream). The learners' own: :mod:`odin_lab.training.qnet` (2, 3),
+:mod:`odin_lab.training.dmc` (5), :mod:`odin_lab.training.exit` (4, as ``steps, 4``)."""
 
 
 def discounted_returns(rewards: list[float], gamma: float) -> list[float]:
@@ -92,14 +84,9 @@ class DMCCollector:
     episode ends and its return is known (see the module docstring).
 
     ``greedy(obs, mask) -> actions``: the learner's argmax-Q choice for rows of observations and
-    masks; ``rng``: the exploration draws; ``horizon`` (one of :data:`HORIZONS`): ``episode``,
-    a decision's return stops at the episode's end; ``hand``, at the end of its hand (what later
-    hands pay is not counted); ``win``, the return of each decision of a hand is its seat's win
-    chance from the totals the hand left, not what it was paid. ``game_loss`` (penalty points,
-    with ``hand`` or ``episode``): the hand that ends a game costs each seat that does not win it
-    this much more (a seat sharing the win among k: ``game_loss * (1 - 1/k)``), so the return
-    of a game's last hand says who won it, not only who was left holding cards; 0 (the
-    default) pays the penalty alone. One collector for the whole run: episodes in progress
+    masks; ``rng``: the exploration draws; ``horizon`` (one of :data:`HORIZONS`): ``hand``, a
+    decision's return stops at the end of its hand (what later hands pay is not counted);
+    ``episode``, at the episode's end. One collector for the whole run: episodes in progress
     carry over from one :meth:`collect` to the next."""
 
     def __init__(
@@ -110,16 +97,13 @@ class DMCCollector:
         rng: np.random.Generator,
         gamma: float,
         horizon: str = "episode",
-        game_loss: float = 0.0,
     ):
         if horizon not in HORIZONS:
             raise ValueError(f"horizon must be one of {', '.join(HORIZONS)}; got {horizon!r}")
-        check_game_loss(game_loss, horizon)
         if not games.auto_forced:
             raise ValueError("games must apply forced decisions (BatchedGames(auto_forced=True))")
         self.games, self.pool, self.greedy, self.rng, self.gamma = games, pool, greedy, rng, gamma
-        self.by_hand, self.win = horizon in ("hand", "win"), horizon == "win"
-        self.game_loss = float(game_loss)
+        self.by_hand = horizon == "hand"
         batch, players = games.batch, games.config.players
         # The decisions of episodes in progress (and finished ones not yet handed out), one row
         # each; `prev` links a decision to its seat's previous one in the episode (-1: none).
@@ -185,10 +169,9 @@ class DMCCollector:
             picked = np.asarray(members)
             out[picked] = agent.act_batch(self.games.obs[picked], self.games.mask[picked])
 
-    def _settle(self, game: int, values: np.ndarray | None = None) -> None:
+    def _settle(self, game: int) -> None:
         """The returns of ``game``'s open decision chains are known: every seat's decisions
-        since the chain began get theirs and are ready (``values``: each seat's return for all of
-        its decisions, instead of their discounted rewards)."""
+        since the chain began get theirs and are ready."""
         for seat in np.flatnonzero(self._open[game] >= 0).tolist():
             i = int(self._open[game, seat])
             chain = []
@@ -196,10 +179,7 @@ class DMCCollector:
                 chain.append(i)
                 i = int(self._prev[i])
             chain.reverse()
-            if values is None:
-                self._returns[chain] = discounted_returns(self._rewards[chain].tolist(), self.gamma)
-            else:
-                self._returns[chain] = values[seat]
+            self._returns[chain] = discounted_returns(self._rewards[chain].tolist(), self.gamma)
             self._ready[chain] = True
             self._n_ready += len(chain)
         self._open[game] = -1
@@ -209,11 +189,15 @@ class DMCCollector:
         games = self.games
         self._finished.append(
             FinishedEpisode(
-                game, int(self._episode[game]), games.final_totals[game].copy(),
-                int(self._decisions[game]), self._kind[game], self._learns[game].copy(),
+                game,
+                int(self._episode[game]),
+                games.final_totals[game].copy(),
+                int(self._decisions[game]),
+                self._kind[game],
+                self._learns[game].copy(),
                 games.winners[game].copy(),
             )
-        )  # fmt: skip
+        )
         self._episode[game] += 1
         self._decisions[game] = self._hand[game] = 0
         if self.pool is not None:
@@ -250,22 +234,9 @@ class DMCCollector:
         # Each (game, seat) has one latest decision, so the scatter-add has no repeats; a seat
         # paid before its first decision of the episode has nothing to credit.
         self._rewards[self._open[owned]] += games.rewards[owned]
-        if self.game_loss and games.done.any():
-            over = games.done[:, None] & owned
-            winners = games.winners.astype(np.float64)
-            share = winners / np.maximum(winners.sum(1, keepdims=True), 1.0)
-            self._rewards[self._open[over]] -= self.game_loss * (1.0 - share[over])
         settled = (games.done | games.hand_end) if self.by_hand else games.done
-        ended = np.flatnonzero(settled)
-        values = [None] * ended.size
-        if self.win and ended.size:
-            # The totals the hand left: a game that ended shows them in final_totals, the
-            # others carry them into the hand just dealt.
-            totals = np.where(games.done[ended, None], games.final_totals[ended],
-                              games.totals()[ended])  # fmt: skip
-            values = win_chance(totals, games.config.threshold)
-        for game, value in zip(ended.tolist(), values):
-            self._settle(game, value)
+        for game in np.flatnonzero(settled).tolist():
+            self._settle(game)
         self._hand[games.hand_end] += 1
         for game in np.flatnonzero(games.done).tolist():
             self._close(game)
@@ -280,9 +251,15 @@ class DMCCollector:
         taken = np.flatnonzero(ready)
         where = self._where[taken]
         out = Finished(
-            self._obs[taken], self._actions[taken], self._returns[taken], where[:, 0],
-            where[:, 1], where[:, 2], where[:, 3], self._finished,
-        )  # fmt: skip
+            self._obs[taken],
+            self._actions[taken],
+            self._returns[taken],
+            where[:, 0],
+            where[:, 1],
+            where[:, 2],
+            where[:, 3],
+            self._finished,
+        )
         self._finished = []
         # Keep the decisions of episodes in progress, renumbered (a seat's previous decision is
         # in the same episode, so it is kept too).
@@ -302,4 +279,78 @@ class DMCCollector:
         return out
 
 
-__all__ = ["DMCCollector", "Finished", "discounted_returns"]
+def table_game(game: Config, players: int) -> Config:
+    """The run's game at a table of ``players``: R3's colours for that size (4 at 2 players,
+    else 6) when the run's game has its own size's, else the run's colours."""
+    own_default = replace(game, colours=None).colours == game.colours
+    return replace(game, players=players, colours=None if own_default else game.colours)
+
+
+def table_sizes(other_tables: list[int], run: TrainConfig) -> list[int]:
+    """The table sizes a learner plays, in turn: the game's, then ``other_tables``."""
+    return [run.game.players, *(n for n in other_tables if n != run.game.players)]
+
+
+def check_tables(tables: list[int], run: TrainConfig) -> None:
+    """``ValueError`` unless the table sizes ``tables`` (each one the game allows: declared with
+    the setting) are distinct, seat the learner's fixed ``seat`` (if any) and deal the run's
+    colours."""
+    if len(set(tables)) != len(tables):
+        raise ValueError(f"other_tables names a size twice; got {list(tables)}")
+    if tables and run.seat is not None and run.seat >= min(tables):
+        raise ValueError(
+            f"seat {run.seat} does not exist at a table of {min(tables)} (other_tables); "
+            "leave seat unset or choose a lower one"
+        )
+    for players in tables:
+        try:
+            table_game(run.game, players)
+        except ValueError as error:
+            raise ValueError(f"{error} (other_tables {players}); or leave colours unset") from None
+
+
+class TableActors:
+    """A learner's actors at each table size it plays (:func:`table_sizes`): a
+    :class:`DMCCollector` per size, on games and an opponent pool of its own, seeded from the
+    run's seed and ``steps`` (the first size as a run of that size alone), all sharing one
+    exploration stream; the sizes take one update each in turn."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        other_tables: list[int],
+        steps: int,
+        greedy: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        gamma: float,
+        horizon: str,
+    ):
+        rng = np.random.default_rng(spawn_seed(config.seed, GAMES_STREAM, steps, EXPLORE))
+        self.pools: list[OpponentPool] = []
+        self.collectors: list[DMCCollector] = []
+        for k, players in enumerate(table_sizes(other_tables, config)):
+            key = (steps,) if k == 0 else (steps, TABLES, k)
+            pool = None
+            if config.opponents != [LEARNER]:
+                seed = spawn_seed(config.seed, POOL_STREAM, *key)
+                pool = OpponentPool(config.opponents, players, config.seat, seed)
+                self.pools.append(pool)
+            game = table_game(config.game, players)
+            games = BatchedGames(
+                game, config.selfplay_batch, seed=spawn_seed(config.seed, GAMES_STREAM, *key)
+            )
+            self.collectors.append(DMCCollector(games, pool, greedy, rng, gamma, horizon))
+
+    def turn(self, update: int) -> DMCCollector:
+        """The collector of update number ``update`` (counted from the run's start)."""
+        return self.collectors[update % len(self.collectors)]
+
+    def set_snapshots(self, snapshots: list[Any]) -> None:
+        """The ``self`` opponents of every pool."""
+        for pool in self.pools:
+            pool.set_snapshots(snapshots)
+
+
+__all__ = [
+    "EXPLORE", "HORIZONS", "TABLES", "DMCCollector", "Finished", "TableActors", "check_tables",
+    "discounted_returns", "table_game", "table_sizes",
+]  # fmt: skip

@@ -1,23 +1,20 @@
 """Expert iteration (``train.py --algo exit``; Anthony et al., NeurIPS 2017): the search labels
 positions, the network learns the labels, and the search plays out with the network.
 
-The network is deep Monte Carlo's (:class:`odin_lab.training.dmc.QNetwork`, played by
-:class:`agents.dmc.DMCAgent`), and so are the run's actors, pool, checkpoints and player
-(:class:`ExItLearner` is a :class:`odin_lab.training.dmc.DMCLearner`); what changes is what the
-learner's seats play and what the network is fitted to. At each of the learner's decisions with a
-choice, the search (:func:`agents.search.score_candidates`, from the observation alone, with
-``rollouts`` playouts) scores every legal action: its mean penalty for the hand over the same
-sampled layouts; with ``top``, only the ``top`` candidates the network values most at the start
-of the update are searched and labelled (as ``search:N:net`` searches its prior's shortlist), so
-each gets more of the playouts, and with ``relative`` their targets keep the search's differences
-but take the network's level. The seat plays the search's choice (or, with chance
-``epsilon``, a uniformly random legal action), and each update regresses ``Q(o, a)`` of every
-searched candidate onto minus its mean penalty (``horizon`` hand: soft targets, in the units of
-DMC's hand returns, so a DMC model is a warm start, ``--init``) or onto its mean win chance
-(``horizon`` win: the outcome the search ranks by, so the network learns the search's ranking,
-not the penalty's; a DMC model of the other horizon starts with its head refitted). The
-playouts are played by ``playout``: a batched heuristic, or ``learner``, the network as it was at
-the start of the update (the expert improves with its apprentice).
+The learner holds deep Monte Carlo's network (:class:`odin_lab.training.qnet.QNet`, played by
+:class:`agents.dmc.DMCAgent`) and its actors (:class:`odin_lab.training.dmc_collector
+.TableActors`); what it changes is what the learner's seats play and what the network is fitted
+to. At each of the learner's decisions with a choice, the search
+(:func:`agents.search.score_candidates`, from the observation alone, with ``rollouts`` playouts)
+scores every legal action: its mean penalty for the hand over the same sampled layouts; with
+``top``, only the ``top`` candidates the network values most at the start of the update are
+searched and labelled (the search's shortlist), so each gets more of the playouts. The seat
+plays the search's choice (or, with chance ``epsilon``, a uniformly random legal action), and
+each update regresses ``Q(o, a)`` of every searched candidate onto minus its mean penalty: soft
+targets in the units of DMC's hand returns, so a DMC model is a warm start (``--init``; one of
+another horizon starts with its head refitted). The playouts are played by ``playout``: a
+batched heuristic, or ``learner``, the network as it was at the start of the update (the expert
+improves with its apprentice).
 
 With ``teacher`` (a DMC model file) the expert is that network, not the search: every legal
 action of a decision is labelled with the teacher's value of it (read as its model plays it,
@@ -30,15 +27,16 @@ A label costs a search, so with ``replay`` the latest labelled decisions are kep
 update fits minibatches drawn from all of them (Anthony et al. retrain on the data set so far):
 a label then serves about ``epochs`` minibatches over the updates it stays for, instead of
 ``epochs`` passes over one update's few decisions. The kept labels are in the checkpoint, so a
-resumed run fits on what the stopped one had.
+resumed run fits on what the stopped one had. What did not pay (labels of win chance,
+``relative`` targets) is on docs/findings/expert-iteration.md.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -51,104 +49,77 @@ from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS
 from odin_lab.evaluation.provenance import sha256
 from odin_lab.evaluation.workers import Workers
-from odin_lab.training.config import TrainConfig, check_count
-from odin_lab.training.dmc import (
-    DMCLearner,
-    QNetworkSettings,
-    check_finite,
-    check_positive_ints,
-)
+from odin_lab.training.config import TrainConfig
+from odin_lab.training.dmc_collector import TableActors, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
+from odin_lab.training.pool import SELF
+from odin_lab.training.qnet import QNet, QSettings
 from odin_lab.training.selfplay import episode_summary
+from odin_lab.training.settings import (
+    MAX_BATCH,
+    MAX_DECISIONS,
+    MAX_RATE,
+    Retired,
+    setting,
+)
 
 LEARNER_PLAYOUT = "learner"
 """``playout``: the search plays out with the network being trained."""
 MAX_REPLAY = 1_000_000
 """Most labelled decisions ``replay`` keeps (each holds an observation: about 2.3 KB)."""
-LABEL_HORIZONS = ("hand", "win")
-"""What a label can be (:attr:`ExItConfig.horizon`)."""
 LABELS = 4
 """Sub-stream of the games stream (``spawn_seed(seed, GAMES_STREAM, steps, LABELS)``): the
-seeds of the searches (DMC's sub-streams are 1-3)."""
+seeds of the searches (the others: :data:`odin_lab.training.dmc_collector.EXPLORE` ...)."""
+FINDINGS = "docs/findings/expert-iteration.md"
 
 
 @dataclass
-class ExItConfig(QNetworkSettings):
-    """Expert iteration's settings (``train.py --algo exit``): DMC's network (a DMC model is a
-    warm start, ``--init``), then the search's."""
+class ExItConfig(QSettings):
+    """Expert iteration's settings (``train.py --algo exit``): the Q-network's (a DMC model is a
+    warm start, ``--init``), then its own and the search's."""
 
-    learning_rate: float = 3e-4
+    learning_rate: float = setting(3e-4, 0.0, MAX_RATE, above=True)
     """Step size of the optimizer."""
-    batch_size: int = 256
+    batch_size: int = setting(256, 1, MAX_BATCH)
     """Minibatch size of the regression, in (decision, candidate) pairs."""
-    epochs: int = 2
+    epochs: int = setting(2, 1, 1000)
     """Passes over each update's labels."""
-    decisions_per_update: int = 128
+    decisions_per_update: int = setting(128, 1, MAX_DECISIONS)
     """Decisions the search labels before each update."""
-    rollouts: int = 128
+    rollouts: int = setting(128, 1, SEARCH_MAX_ROLLOUTS)
     """Search playouts per labelled decision, shared among its candidates."""
-    playout: str = "planner"
+    playout: str = setting("planner", choices=(*HEURISTICS, LEARNER_PLAYOUT))
     """Who plays the search's playouts: a batched heuristic, or learner (the network)."""
-    epsilon: float = 0.0
+    epsilon: float = setting(0.0, 0.0, 1.0)
     """Chance that a learner decision is a uniformly random legal action (not labelled)."""
-    top: int = 0
+    top: int = setting(0, 0, NUM_ACTIONS)
     """Candidates searched and labelled at a decision: the network's ``top`` highest valued
     (0: every legal action). The rollouts are shared among these only."""
-    relative: bool = False
-    """With ``top``: each decision's targets are shifted so that their mean is the network's mean
-    value of its shortlist at the start of the update. The search then teaches the order and the
-    gaps within the shortlist, not their level: the search's outcomes run above or below the
-    network's values (its playouts are continued by another player, in sampled layouts), and
-    unshifted they lift the shortlist above the legal actions left off it, or sink it below them,
-    which keep their values."""
-    replay: int = 0
+    replay: int = setting(0, 0, MAX_REPLAY)
     """Labelled decisions kept for the fit, the latest (0: an update fits its own only). Each
     update then draws as many minibatches as epochs passes over its own labels would take,
     uniformly from the kept ones."""
-
-    horizon: str = "hand"
-    """What a searched candidate is labelled with: ``hand`` (minus its mean penalty for the hand,
-    in the units of DMC's hand returns) or ``win`` (its mean win chance once the hand ends,
-    :func:`agents.search.win_chance`: the outcome the search ranks the candidates by). The
-    actors' returns, logged and not learned, are DMC's of the same horizon."""
-
     teacher: str = ""
     """A DMC model file (values in penalty for the hand) that labels the decisions instead of
     the search: each legal action with its value as that model plays (distillation; the
     search's settings ``rollouts``, ``playout`` and ``top`` are then unused). Empty: the
     search."""
 
-    # Not settings: the actors' returns are DMC's (logged, not learned).
-    gamma = 1.0
-    game_loss = 0.0
-    searches = True
-    """The run's ``workers`` run the searches (:class:`odin_lab.training.config.TrainConfig`)."""
+    RETIRED: ClassVar[dict[str, Retired]] = {
+        "horizon": Retired(FINDINGS, kept="hand"),
+        "relative": Retired(FINDINGS, kept=False),
+    }
+    """What a run made before may hold that the lab no longer trains with."""
 
     def check(self, run: TrainConfig) -> None:
-        """Raise ``ValueError`` naming the first bad setting."""
-        self.check_network(run)
-        check_positive_ints(self, ("decisions_per_update",))
-        check_count("rollouts", self.rollouts, 1, SEARCH_MAX_ROLLOUTS)  # search:N's limit
-        check_count("replay", self.replay, 0, MAX_REPLAY)
-        check_count("top", self.top, 0, NUM_ACTIONS)
-        check_finite(self, {"epsilon": (0.0, 1.0, "in [0, 1]", True)})
+        """Raise ``ValueError`` naming the first setting that does not fit ``run`` (each
+        setting's own range: :func:`odin_lab.training.settings.check_settings`)."""
+        check_tables(self.other_tables, run)
         if run.workers != 1 and self.teacher:
             raise ValueError(
                 f"workers run the searches, and a teacher labels instead: leave workers at 1 "
                 f"with teacher; got workers {run.workers}"
             )
-        if self.relative and (not self.top or self.teacher):
-            raise ValueError(
-                "relative shifts the targets of the network's shortlist: it needs top (1 or "
-                f"more) and no teacher; got top {self.top}, teacher {self.teacher or 'none'}"
-            )
-        if self.horizon not in LABEL_HORIZONS:
-            raise ValueError(
-                f"horizon must be one of {', '.join(LABEL_HORIZONS)}; got {self.horizon!r}"
-            )
-        playouts = [*HEURISTICS, LEARNER_PLAYOUT]
-        if self.playout not in playouts:
-            raise ValueError(f"playout must be one of {', '.join(playouts)}; got {self.playout!r}")
         if run.game.reward != "penalty":
             raise ValueError(
                 f"the search's targets are hand penalties: exit needs reward penalty; got "
@@ -157,11 +128,6 @@ class ExItConfig(QNetworkSettings):
         if run.ray is not None:
             raise ValueError(f"ray: the exit learner labels in its own process; got {run.ray!r}")
         if self.teacher:
-            if self.horizon != "hand":
-                raise ValueError(
-                    f"a teacher's values are penalty for the hand: with teacher, horizon must "
-                    f"be hand; got {self.horizon!r}"
-                )
             try:
                 info, _ = read_dmc_model(self.teacher)
             except (OSError, ValueError) as error:
@@ -183,12 +149,19 @@ def search_rows(task: tuple) -> list:
     ]
 
 
-class ExItLearner(DMCLearner):
-    """Expert iteration on DMC's network and actors (see the module docstring). Its player is a
-    DMC model (``kind`` ``dmc``: played as ``dmc:PATH``)."""
+class ExItLearner:
+    """Expert iteration on DMC's network and actors (see the module docstring): a
+    :class:`odin_lab.training.learner.Learner` whose player is a DMC model (``kind`` ``dmc``:
+    played as ``dmc:PATH``)."""
+
+    kind = "dmc"
 
     def __init__(self, config: TrainConfig):
-        super().__init__(config)
+        self.config, self.settings = config, config.algo_config
+        self.qnet = QNet(config, self.settings, self.settings.learning_rate, "hand")
+        self.steps, self.n_updates, self.last_snapshot = 0, 0, 0
+        self.actors: TableActors | None = None
+        self.workers: Workers | None = None
         # The replay (a checkpoint restores it before start).
         self.kept: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(
             maxlen=max(1, self.settings.replay)
@@ -196,34 +169,41 @@ class ExItLearner(DMCLearner):
         # The teacher's bytes (config.json names only its path), checked on resume.
         self.teacher_sha256 = sha256(self.settings.teacher) if self.settings.teacher else ""
 
+    def warm_start(self, run_dir: Path, provenance: dict[str, Any]) -> dict[str, float]:
+        """Expert iteration has no warm start (``init`` weights are loaded when the learner is
+        built)."""
+        return {}
+
     def start(self) -> None:
-        super().start()
-        self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.seeds = np.random.default_rng(
-            spawn_seed(self.config.seed, GAMES_STREAM, self.steps, LABELS)
+        config, steps = self.config, self.steps
+        self.qnet.start(config.seed, steps)
+        # The actors' returns (DMC's, for the hand) are logged, not learned.
+        self.actors = TableActors(
+            config, self.settings.other_tables, steps, self.expert, 1.0, "hand"
         )
+        if SELF in config.opponents and not self.qnet.snapshots:
+            self.snapshot()
+        else:
+            self.actors.set_snapshots(self.qnet.snapshots)
+        self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.seeds = np.random.default_rng(spawn_seed(config.seed, GAMES_STREAM, steps, LABELS))
         self.teacher = DMCAgent.load(self.settings.teacher) if self.settings.teacher else None
-        self.workers = Workers(self.config.workers) if self.config.workers > 1 else None
+        self.workers = Workers(config.workers) if config.workers > 1 else None
         self._renew_playout()
 
     def close(self) -> None:
-        if getattr(self, "workers", None) is not None:
+        if self.workers is not None:
             self.workers.terminate()  # nothing is pending between batches; at once on Ctrl-C
             self.workers = None
-        super().close()
+        self.actors = None
 
     def _renew_playout(self) -> None:
         settings = self.settings
         network = (
-            DMCAgent(self.state(), self.info())
-            if settings.playout == LEARNER_PLAYOUT or settings.top
-            else None
+            self.qnet.player() if settings.playout == LEARNER_PLAYOUT or settings.top else None
         )
         self.playout = network if settings.playout == LEARNER_PLAYOUT else settings.playout
         self.prior = network if settings.top else None
-
-    def chooser(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-        return self.expert
 
     def expert(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The search's choice for each row; every row with a choice is labelled (its
@@ -252,11 +232,8 @@ class ExItLearner(DMCLearner):
             for part in (rows[i : i + size] for i in range(0, len(rows), size))
         ]
         found = self.workers.imap(search_rows, tasks) if self.workers else map(search_rows, tasks)
-        won = self.settings.horizon == "win"
         for (k, _, _), scores in zip(rows, (s for part in found for s in part), strict=True):
-            targets = (scores.win if won else -scores.penalty).astype(np.float32)
-            if self.settings.relative:  # the search's differences at the network's level
-                targets += values[k, scores.actions].mean() - targets.mean()
+            targets = (-scores.penalty).astype(np.float32)
             self.labels.append((obs[k].copy(), scores.actions.astype(np.int64), targets))
             out[k] = scores.best
         return out
@@ -271,7 +248,7 @@ class ExItLearner(DMCLearner):
         return values.argmax(1)
 
     def train_step(self) -> dict[str, float]:
-        settings, collector = self.settings, self.take_turn()
+        settings, collector = self.settings, self.actors.turn(self.n_updates)
         while len(self.labels) < settings.decisions_per_update:
             collector.step(settings.epsilon)
         finished = collector.collect(0, settings.epsilon)  # the actors' own bookkeeping
@@ -295,45 +272,25 @@ class ExItLearner(DMCLearner):
         passes over ``labels``, or (``kept``: the replay) as many minibatches drawn uniformly
         from ``kept``. Also how often the network's choice was the search's on ``labels``,
         before the fit."""
-        settings = self.settings
+        settings, qnet = self.settings, self.qnet
         obs, actions, rows, targets, starts, sizes = self._tensors(labels)
-        if self.refit_head and self.n_updates == 0:  # an init network of another horizon
-            self._refit_head(obs, actions, targets, rows)
+        if qnet.refit_head and self.n_updates == 0:  # an init network of another horizon
+            qnet.refit(obs, actions, targets, rows)
         with th.no_grad():
-            q = self.net(obs, actions, rows).cpu().numpy()
+            q = qnet.net(obs, actions, rows).cpu().numpy()
         target = targets.cpu().numpy()
         agree = np.mean(
             [np.argmax(q[s : s + n]) == np.argmax(target[s : s + n]) for s, n in zip(starts, sizes)]
         )
         pairs, size = len(actions), settings.batch_size
         if kept is None:
-            picks = [
-                order[start : start + size]
-                for order in (
-                    th.randperm(pairs, generator=self.shuffle) for _ in range(settings.epochs)
-                )
-                for start in range(0, pairs, size)
-            ]
+            picks = qnet.passes(pairs, size, settings.epochs)
         else:
             obs, actions, rows, targets, _, _ = self._tensors(kept)
             count = settings.epochs * -(-pairs // size)
-            picks = th.randint(len(actions), (count, size), generator=self.shuffle)
-        losses = []
-        self.net.train()
-        for pick in picks:
-            pick = pick.to(self.device)
-            # The minibatch's observations only: the replay holds far more than one minibatch.
-            loss = th.nn.functional.mse_loss(
-                self.net(obs[rows[pick]], actions[pick]), targets[pick]
-            )
-            self.optimizer.zero_grad()
-            loss.backward()
-            th.nn.utils.clip_grad_norm_(self.net.parameters(), settings.max_grad_norm)
-            self.optimizer.step()
-            losses.append(float(loss.detach()))
-        self.net.eval()
+            picks = th.randint(len(actions), (count, size), generator=qnet.shuffle)
         return {
-            "train/q_loss": float(np.mean(losses)),
+            "train/q_loss": qnet.regress(obs, actions, targets, picks, rows),
             "train/decisions": float(len(labels)),
             "train/candidates": float(pairs),
             "train/agreement": float(agree),
@@ -343,7 +300,7 @@ class ExItLearner(DMCLearner):
     def _tensors(self, labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
         """Labels as the network's inputs: observations, the candidates' actions and their
         observation's row, targets; and each decision's first candidate and count."""
-        device = self.device
+        device = self.qnet.device
         sizes = np.array([len(actions) for _, actions, _ in labels])
         obs = th.as_tensor(np.stack([o for o, _, _ in labels]), device=device)
         rows = th.as_tensor(np.repeat(np.arange(len(labels)), sizes), device=device)
@@ -351,8 +308,18 @@ class ExItLearner(DMCLearner):
         targets = th.as_tensor(np.concatenate([t for _, _, t in labels]), device=device)
         return obs, actions, rows, targets, np.r_[0, np.cumsum(sizes)[:-1]], sizes
 
+    def snapshot(self) -> None:
+        snapshots = self.qnet.snapshot(self.config.max_snapshots)
+        self.last_snapshot = self.steps
+        if self.actors is not None:
+            self.actors.set_snapshots(snapshots)
+
+    def write_player(self, path: Path, provenance: dict[str, Any]) -> Path:
+        return self.qnet.write(path, provenance)
+
     def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
-        tensors, info, run = super().checkpoint()
+        tensors, entries = self.qnet.checkpoint()
+        run = {"n_updates": self.n_updates, "last_snapshot": self.last_snapshot, **entries}
         if self.teacher_sha256:
             run["teacher_sha256"] = self.teacher_sha256
         if self.kept:
@@ -361,7 +328,7 @@ class ExItLearner(DMCLearner):
             tensors["replay/sizes"] = np.array([len(a) for _, a, _ in kept], dtype=np.int64)
             tensors["replay/actions"] = np.concatenate([a for _, a, _ in kept])
             tensors["replay/targets"] = np.concatenate([t for _, _, t in kept])
-        return tensors, info, run
+        return tensors, self.qnet.info, run
 
     def load_checkpoint(self, tensors: dict[str, Any], run: dict[str, Any]) -> None:
         """Also ``ValueError`` when the teacher file is not the one the run was taught by (its
@@ -374,7 +341,10 @@ class ExItLearner(DMCLearner):
                 f"(sha256 {self.teacher_sha256[:12] or 'none'}..., the run's {was[:12]}...): "
                 "put that file back, or start a new run"
             )
-        super().load_checkpoint(tensors, run)
+        self.qnet.load(tensors, run)
+        self.steps = int(run["step"])
+        self.n_updates = int(run.get("n_updates", 0))
+        self.last_snapshot = int(run.get("last_snapshot", 0))
         self.kept.clear()
         self.kept.extend(kept_labels(tensors))
 
@@ -396,4 +366,7 @@ def kept_labels(tensors: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray, n
     ]
 
 
-__all__ = ["ExItConfig", "ExItLearner", "kept_labels", "search_rows"]
+__all__ = [
+    "FINDINGS", "LABELS", "LEARNER_PLAYOUT", "ExItConfig", "ExItLearner", "kept_labels",
+    "search_rows",
+]  # fmt: skip

@@ -11,7 +11,7 @@ import gymnasium as gym
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from agents.ppo import read_model
+from agents.model_file import read_model
 from odin_env.single_agent import SingleAgentEnv
 from odin_lab.training.config import TrainConfig, TrainingError
 from odin_lab.training.learner import device_of

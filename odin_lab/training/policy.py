@@ -11,7 +11,7 @@ runs over each row's pairs alone (padded at ``-inf`` to the longest list): exact
 constant, nothing to validate.
 
 Shared action features: each action's score is the usual per-action output plus
-``feature_net(latent) . ACTION_FEATURES[action]`` (:mod:`agents.ppo`), so what is learnt about
+``feature_net(latent) . ACTION_FEATURES[action]`` (:mod:`agents.features`), so what is learnt about
 one combo carries over to every combo sharing its traits.
 
 Residual policies (``prior``): the observation has one more column, the action a hand-written
@@ -38,14 +38,8 @@ from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
-from agents.ppo import (
-    ACTION_FEATURES,
-    NUM_ACTION_FEATURES,
-    PRIOR_AT,
-    PRIOR_WEIGHT,
-    NumpyPolicy,
-    check_prior,
-)
+from agents.features import ACTION_FEATURES, NUM_ACTION_FEATURES
+from agents.ppo import PRIOR_AT, PRIOR_WEIGHT, NumpyPolicy, check_prior
 from odin_env.full_state import HIDDEN_SIZE
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS

@@ -12,26 +12,37 @@ heuristic. The played model is the actor alone, run with numpy (:class:`agents.p
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.logger import Logger
 
-from agents.ppo import NumpyPolicy, check_prior, model_info, write_model
+from agents.model_file import model_info
+from agents.ppo import NumpyPolicy, check_prior
 from odin_env.batched import BatchedGames
 from odin_env.seeding import spawn_seed
+from odin_lab.files import write_model
+from odin_lab.training.checkpoints import load_optimizer, optimizer_arrays
 from odin_lab.training.collector import SelfPlayCollector
-from odin_lab.training.config import TrainConfig, check_count
+from odin_lab.training.config import TrainConfig
 from odin_lab.training.imitation import imitate
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM
 from odin_lab.training.model import build_model
 from odin_lab.training.policy import CRITICS, snapshot
 from odin_lab.training.pool import LEARNER, SELF, OpponentPool
 from odin_lab.training.selfplay import rollout_update
+from odin_lab.training.settings import (
+    MAX_BATCH,
+    MAX_COEF,
+    MAX_DECISIONS,
+    MAX_LAYERS,
+    MAX_RATE,
+    MAX_WIDTH,
+    setting,
+)
 
 IMITATION = "imitation.safetensors"
 """The policy after the imitation warm start, before any PPO step."""
@@ -41,29 +52,29 @@ IMITATION = "imitation.safetensors"
 class PPOConfig:
     """PPO's settings (``train.py --algo ppo``)."""
 
-    n_envs: int = 4
+    n_envs: int = setting(4, 1, 4096)
     """With ``n_steps``, sizes the rollout: ``n_steps x n_envs`` learner decisions per update."""
-    n_steps: int = 1024
+    n_steps: int = setting(1024, 1, MAX_DECISIONS)
     """Steps per rollout and per env (see ``n_envs``)."""
-    batch_size: int = 1024
+    batch_size: int = setting(1024, 1, MAX_BATCH)
     """Minibatch size of the PPO update."""
-    n_epochs: int = 4
+    n_epochs: int = setting(4, 1, 1000)
     """Passes over each rollout."""
-    learning_rate: float = 1e-3
+    learning_rate: float = setting(1e-3, 0.0, MAX_RATE, above=True)
     """Adam step size."""
-    gamma: float = 0.995
+    gamma: float = setting(0.995, 0.0, 1.0)
     """Discount per learner decision."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = setting(0.95, 0.0, 1.0)
     """GAE lambda."""
-    clip_range: float = 0.2
+    clip_range: float = setting(0.2, 0.0, MAX_COEF, above=True)
     """PPO clip range."""
-    ent_coef: float = 0.01
+    ent_coef: float = setting(0.01, 0.0, MAX_COEF)
     """Entropy bonus weight."""
-    vf_coef: float = 0.5
+    vf_coef: float = setting(0.5, 0.0, MAX_COEF)
     """Value loss weight."""
-    net_pi: list[int] = field(default_factory=lambda: [256, 128])
+    net_pi: list[int] = setting([256, 128], 1, MAX_WIDTH, length=(1, MAX_LAYERS))
     """Hidden layers of the actor."""
-    net_vf: list[int] = field(default_factory=lambda: [256, 128])
+    net_vf: list[int] = setting([256, 128], 1, MAX_WIDTH, length=(1, MAX_LAYERS))
     """Hidden layers of the critic."""
     imitate: str | None = None
     """Warm start: before PPO, fit the policy (and value) to this agent's play (e.g. planner)."""
@@ -71,54 +82,34 @@ class PPOConfig:
     """A residual policy over this heuristic: the policy adds a learned bonus to the
     heuristic's choice at every decision, so it starts as that heuristic and learns where to
     depart from it (see :mod:`odin_lab.training.policy`)."""
-    imitate_games: int = 1000
+    imitate_games: int = setting(1000, 1, 10**6)
     """Games of the imitated agent against itself used for the warm start."""
-    imitate_epochs: int = 4
+    imitate_epochs: int = setting(4, 1, 1000)
     """Passes over the imitation data."""
-    critic: str = "observation"
+
+    SPEC_FIELDS: ClassVar[tuple[str, ...]] = ("imitate",)
+    """The settings that hold an agent spec (checked before a resume builds any:
+    :func:`odin_lab.training.config.specs_in`)."""
+    critic: str = setting("observation", choices=CRITICS)
     """What the value network reads: ``observation`` (the learner's) or ``full`` (also every
     other hand and the cards set aside, in training only: the actor, and so the played model,
     reads the observation alone; PerfectDou)."""
 
     def check(self, run: TrainConfig) -> None:
-        """Raise ``ValueError`` naming the first bad setting."""
-        limits = {
-            "n_envs": (1, 4096), "n_steps": (1, 10**7), "batch_size": (1, 10**7),
-            "n_epochs": (1, 1000), "imitate_games": (1, 10**6), "imitate_epochs": (1, 1000),
-        }  # fmt: skip
-        for name, (low, high) in limits.items():
-            check_count(name, getattr(self, name), low, high)
-        check_count("n_steps x n_envs", self.n_steps * self.n_envs, 1, 10**7)
-        ranges = {
-            "learning_rate": (0.0, math.inf, "> 0", False),
-            "clip_range": (0.0, math.inf, "> 0", False),
-            "gamma": (0.0, 1.0, "in [0, 1]", True),
-            "gae_lambda": (0.0, 1.0, "in [0, 1]", True),
-            "ent_coef": (0.0, math.inf, ">= 0", True),
-            "vf_coef": (0.0, math.inf, ">= 0", True),
-        }
-        for name, (low, high, text, closed) in ranges.items():
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and math.isfinite(value) and value <= high
-            ok = ok and (value >= low if closed else value > low)
-            if not ok:
-                raise ValueError(f"{name} must be a finite number {text}; got {value!r}")
-        for name in ("net_pi", "net_vf"):
-            layers = getattr(self, name)
-            if not 1 <= len(layers) <= 16 or any(
-                isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 65_536
-                for n in layers
-            ):
-                raise ValueError(
-                    f"{name} must be 1-16 layer sizes, each 1-65,536 (positive); got {layers!r}"
-                )
+        """Raise ``ValueError`` naming the first setting that does not fit the others (each
+        setting's own range: :func:`odin_lab.training.settings.check_settings`)."""
+        rollout = self.n_steps * self.n_envs
+        if rollout > MAX_DECISIONS:
+            raise ValueError(
+                f"n_steps x n_envs must be an integer 1-{MAX_DECISIONS:,}; got {rollout:,}"
+            )
         check_prior(self.prior)
-        if self.critic not in CRITICS:
-            raise ValueError(f"critic must be one of {', '.join(CRITICS)}; got {self.critic!r}")
         if self.critic == "full" and self.imitate:
-            raise ValueError("imitate reads recorded games, which hold no hidden state: use "
-                             "critic 'observation' with imitate, or train critic 'full' --init "
-                             "from the imitated model")  # fmt: skip
+            raise ValueError(
+                "imitate reads recorded games, which hold no hidden state: use "
+                "critic 'observation' with imitate, or train critic 'full' --init "
+                "from the imitated model"
+            )
 
 
 class PPOLearner:
@@ -214,15 +205,8 @@ class PPOLearner:
 
     def checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
         tensors = {f"policy/{k}": _numpy(v) for k, v in self.model.policy.state_dict().items()}
-        optimizer = self.model.policy.optimizer.state_dict()
-        plain: dict[str, dict[str, Any]] = {}
-        for index, values in optimizer["state"].items():
-            plain[str(index)] = {}
-            for name, value in values.items():
-                if isinstance(value, th.Tensor):
-                    tensors[f"optimizer/{index}/{name}"] = _numpy(value)
-                else:
-                    plain[str(index)][name] = value
+        arrays, optimizer = optimizer_arrays(self.model.policy.optimizer)
+        tensors.update(arrays)
         for k, snap in enumerate(self.snapshots):
             for i, (w, b) in enumerate(snap.layers):
                 tensors[f"snapshot/{k}/w{i}"], tensors[f"snapshot/{k}/b{i}"] = w, b
@@ -232,7 +216,7 @@ class PPOLearner:
             "snapshots": [
                 [len(s.layers), s.activation, s.prior, s.prior_weight] for s in self.snapshots
             ],
-            "optimizer": {"param_groups": optimizer["param_groups"], "state": plain},
+            "optimizer": optimizer,
         }
         return tensors, self.info(), run
 
@@ -242,16 +226,7 @@ class PPOLearner:
             k[len("policy/") :]: _tensor(v) for k, v in tensors.items() if k.startswith("policy/")
         }
         policy.load_state_dict(weights)
-        state: dict[int, dict[str, Any]] = {
-            int(i): dict(v) for i, v in run["optimizer"]["state"].items()
-        }
-        for key, value in tensors.items():
-            if key.startswith("optimizer/"):
-                _, index, name = key.split("/", 2)
-                state.setdefault(int(index), {})[name] = _tensor(value)
-        policy.optimizer.load_state_dict(
-            {"state": state, "param_groups": run["optimizer"]["param_groups"]}
-        )
+        load_optimizer(policy.optimizer, tensors, run["optimizer"])
         self.model.num_timesteps = int(run["step"])
         self.model._n_updates = int(run.get("n_updates", 0))
         self.last_snapshot = int(run.get("last_snapshot", 0))

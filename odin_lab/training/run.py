@@ -32,7 +32,6 @@ Seeds: every stream is a ``SeedSequence`` sub-stream of ``TrainConfig.seed``
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -43,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from odin_env.seeding import spawn_seed
+from odin_lab.evaluation.limits import MAX_CONFIG_BYTES, read_json
 from odin_lab.evaluation.stats import seat_shares, wilson
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training.checkpoints import (
@@ -257,11 +257,13 @@ def final_text(entry: dict[str, Any], config: TrainConfig, kind: str) -> str:
     ]
     best = config.run_dir / BEST
     return (
-        f"final evaluation at step {entry['step']:,}: " + "; ".join(parts)
+        f"final evaluation at step {entry['step']:,}: "
+        + "; ".join(parts)
         + f" (fair share {fair:.0%})\nnext: python evaluate.py tournament --agents "
-        + f"{kind}:{best} " + " ".join(["planner"] * (config.game.players - 1))
+        + f"{kind}:{best} "
+        + " ".join(["planner"] * (config.game.players - 1))
         + " --games 1000"
-    )  # fmt: skip
+    )
 
 
 def _start(
@@ -300,7 +302,7 @@ def set_aside_best_ahead(run_dir: Path, step: int) -> Path | None:
     files describe one history. Return its new path (None: nothing to do)."""
     record = run_dir / BEST_RECORD
     try:
-        ahead = int(json.loads(record.read_text())["step"])
+        ahead = int(read_json(record, MAX_CONFIG_BYTES)["step"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if ahead <= step or not (run_dir / BEST).is_file():

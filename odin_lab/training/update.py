@@ -114,9 +114,11 @@ class _Pairs:
         src = np.repeat(self.starts[idx], counts) + pos
         rows = np.repeat(np.arange(len(idx)), counts)
         pairs = LegalPairs(
-            th.from_numpy(rows), th.from_numpy(self.cols[src]), th.from_numpy(pos),
+            th.from_numpy(rows),
+            th.from_numpy(self.cols[src]),
+            th.from_numpy(pos),
             int(counts.max()),
-        )  # fmt: skip
+        )
         return pairs, th.from_numpy(self.taken[idx])
 
 

@@ -5,14 +5,26 @@ records folders, so it is refused unless ``--allow-remote`` is given. Finished g
 under ``--out`` (default ``results/web``); the replay viewer lists the records files there and
 under ``--records`` (default ``results``: tournaments' ``tournament.json`` included). The
 opponents offered are the lab's own agents; ``--allow-code-agents [SPEC ...]`` adds outside
-agents (their code runs in the server). Bad input exits with code 2 and a one-line error.
+agents (their code runs in the server). Bad input exits with code 2 and a one-line error; so
+does an ``--out`` that cannot be a folder this user can write in, checked before the server
+starts (the folder is created when missing).
+
+A game that cannot be saved is told in one line of the log (standard error). Ctrl-C stops the
+server without a traceback at any moment from the command's first line on: while it starts,
+at once; while it serves, after the requests in progress are answered and the games saved (as
+any stop). Either way the exit status is 130, and nothing is printed. (Python's own start
+and the loading of this module, about a tenth of a second, come before that first line.)
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 from odin_lab import cli
@@ -32,27 +44,36 @@ def parser() -> argparse.ArgumentParser:
         help="port, 1-65535, or 0 for any free one (default: 8000)",
     )
     p.add_argument(
-        "--allow-remote", action="store_true",
+        "--allow-remote",
+        action="store_true",
         help="allow a --host other than 127.0.0.1, localhost, ::1 (other machines can connect)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--out", type=Path, default=Path("results/web"),
+        "--out",
+        type=Path,
+        default=Path("results/web"),
         help="folder the finished games are saved in (default: results/web)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--records", type=Path, default=None,
+        "--records",
+        type=Path,
+        default=None,
         help="folder searched for records files to replay (default: results)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--max-games", type=int, default=64,
+        "--max-games",
+        type=int,
+        default=64,
         help=f"live games kept, 1-{MAX_LIVE_GAMES} (default: 64)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--allow-code-agents", nargs="*", metavar="SPEC",
+        "--allow-code-agents",
+        nargs="*",
+        metavar="SPEC",
         help="also offer outside agents, which runs their code in this server: the names "
         "installed packages add (entry points odin_lab.agents) and each SPEC given "
         "(module:Name or path/to/file.py:Name; docs/own-agent.md)",
-    )  # fmt: skip
+    )
     return p
 
 
@@ -71,7 +92,25 @@ def check(args: argparse.Namespace) -> str | None:
         return f"--out {args.out} is a file; give a folder (it is created when missing)"
     if args.records is not None and not args.records.is_dir():
         return f"--records {args.records} is not a folder"
-    return _check_code_agents(args.allow_code_agents or [])
+    return _check_code_agents(args.allow_code_agents or []) or _check_out(args.out)
+
+
+def _check_out(out: Path) -> str | None:
+    """The one-line problem with ``--out`` (created when missing), or ``None`` once a file
+    could be made in it: the games are saved there, so a folder that cannot hold them is
+    refused before any is played."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".odin-web-", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        return (
+            f"--out {out}: the games cannot be saved there ({reason}); give a folder "
+            "this user can write in"
+        )
+    return None
 
 
 def _check_code_agents(specs: list[str]) -> str | None:
@@ -102,11 +141,30 @@ def allowed_hosts(host: str, allow_remote: bool) -> list[str] | None:
     return None if allow_remote else sorted({*LOCAL_HOSTS, "[::1]", host})
 
 
+def _quit(signum: int, frame: object) -> None:
+    """Ctrl-C while the server is not serving (starting, or stopped and saved): nothing is
+    left to keep, so the process ends at once, quietly."""
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    problem = check(args)
-    if problem:
-        return cli.fail(PROG, problem)
+    """Run the command; return the exit code (0, 2 for bad input, 130 after Ctrl-C)."""
+    # First of all: the imports below take seconds, and a Ctrl-C among them must stay quiet.
+    previous = signal.signal(signal.SIGINT, _quit)
+    try:
+        args = parser().parse_args(argv)
+        ready = check(args) or _listen(args)  # a problem, or the socket to serve on
+    except BaseException:  # argparse's own exits (--help too): nothing served
+        signal.signal(signal.SIGINT, previous)
+        raise
+    if isinstance(ready, str):
+        signal.signal(signal.SIGINT, previous)  # nothing served: the caller's handler again
+        return cli.fail(PROG, ready)
+    return _serve(args, ready)
+
+
+def _listen(args: argparse.Namespace) -> socket.socket | str:
+    """A socket listening on ``--host``/``--port``, or why it cannot be had (one line)."""
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -115,7 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         sock.listen(128)  # connections wait in the queue until the server takes them
     except OSError as error:
         sock.close()
-        return cli.fail(PROG, f"cannot listen on {args.host}:{args.port}: {error.strerror}")
+        return f"cannot listen on {args.host}:{args.port}: {error.strerror}"
+    return sock
+
+
+def _serve(args: argparse.Namespace, sock: socket.socket) -> int:
+    """Serve the app on ``sock`` until stopped; 130 when stopped by Ctrl-C, else 0."""
     # Imported after the checks: a refused command line answers at once.
     import uvicorn
 
@@ -123,16 +186,58 @@ def main(argv: list[str] | None = None) -> int:
 
     records = args.records if args.records is not None else Path("results")
     app = create_app(
-        args.out, records, max_games=args.max_games,
+        args.out,
+        records,
+        max_games=args.max_games,
         allowed_hosts=allowed_hosts(args.host, args.allow_remote),
         code_agents=code_agents(args.allow_code_agents),
-    )  # fmt: skip
-    port = sock.getsockname()[1]
-    shown = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-    print(f"odin-lab web app on http://{shown}:{port}/  (Ctrl-C stops it)", flush=True)
+    )
+    _log_to_stderr()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    server.run(sockets=[sock])
-    return 0
+    logging.getLogger("uvicorn.error").addFilter(_not_cancelled)
+    stopped: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        # Uvicorn takes Ctrl-C while it serves, stops cleanly, then raises the signal again,
+        # which lands here; one before it takes over stops it before it serves.
+        stopped.append(signum)
+        server.should_exit = True
+
+    signal.signal(signal.SIGINT, stop)
+    port = sock.getsockname()[1]
+    shown = f"[{args.host}]" if sock.family == socket.AF_INET6 else args.host
+    print(f"odin-lab web app on http://{shown}:{port}/  (Ctrl-C stops it)", flush=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        # Uvicorn saves the games as it stops (the app's lifespan) unless a second Ctrl-C
+        # hurries it: then they are saved here (a store closed already holds none).
+        app.state.store.close()
+        signal.signal(signal.SIGINT, _quit)  # stopped and saved: another Ctrl-C ends it at once
+    return 130 if stopped else 0
+
+
+def _not_cancelled(record: logging.LogRecord) -> bool:
+    """Whether uvicorn's log line is not about a task cancelled by a hurried stop (a second
+    Ctrl-C cancels the requests and the app's lifespan, and uvicorn logs each one's traceback,
+    as an exception or, the lifespan's, as the message's text)."""
+    import asyncio  # loaded by uvicorn already
+
+    if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+        return False
+    text = str(record.msg)
+    return not (text.startswith("Traceback") and text.rstrip().endswith("CancelledError"))
+
+
+def _log_to_stderr() -> None:
+    """The app's log lines (a game that could not be saved) on standard error, one line each,
+    named by the command."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(message)s"))
+    log = logging.getLogger("odin_lab.webapp")
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING)
+    log.propagate = False
 
 
 if __name__ == "__main__":

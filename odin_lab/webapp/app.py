@@ -30,9 +30,11 @@ A play response is ``{"game_id", "seat", "events", "view", "over", "record", "sa
 person's view after it (:mod:`odin_lab.webapp.sessions`); ``view`` the view now, with ``legal``
 (the person's legal actions) while they are to act; ``record`` names the saved records file
 once the game is over (``{"file", "game", "path"}``: its key in ``GET /api/records``, the game
-in it, and its path on the server, ``results/web/game-....json``), ``save_error`` why it could
-not be written; ``notes`` one line per agent that plays a table size it was not trained for
-(:attr:`odin_lab.evaluation.table.Table.notes`: said on the page, not warned on the console).
+in it, and its path on the server, ``results/web/game-....json``), ``save_error`` why the game
+could not be saved when last tried (a full disk: when it ended, or when the server would have
+dropped it, which it then does not; ``null`` once saved); ``notes`` one line per agent that
+plays a table size it was not trained for (:attr:`odin_lab.evaluation.table.Table.notes`: said
+on the page, not warned on the console).
 Every view of a game in play is built for the person's seat only
 (:func:`odin_lab.webapp.views.seat_view`), so no response carries another seat's hidden cards.
 
@@ -43,7 +45,8 @@ turn or after the end; 413 for a body over :data:`MAX_BODY` bytes; 415 for a sta
 request whose body is not declared ``application/json``; 422 for an illegal move, a record that
 does not replay or a replay or review over the limits of :mod:`odin_lab.webapp.replays` and
 :mod:`odin_lab.webapp.reviews`. (503: other replays, hints or reviews are being built, try
-again; 500, a fault of the server, is the same one-line JSON.) A hint changes nothing but the
+again, or no room for a new game because every live game holds moves that cannot be saved;
+500, a fault of the server, is the same one-line JSON.) A hint changes nothing but the
 record's list of hints asked.
 
 Requests from other sites. Only the app's own page may change anything: a request other than

@@ -24,9 +24,13 @@ most :data:`LIST_BYTES` of files it has not read before (one listing at a time; 
 entry is kept while the file is unchanged), a replay answers at most
 :data:`MAX_FRAMES` frames and :data:`MAX_REPLAY_BYTES` bytes of JSON (a longer game is refused
 with 422 and told by ``evaluate.py replay``), at most :data:`REPLAYS_AT_ONCE` replays are built
-at a time (another request meanwhile gets 503), and the answers kept for the next request
-hold at most :data:`CACHE_BYTES` bytes. A game the web app plays (threshold 100 at most) stays
-well inside them.
+at a time (another request meanwhile gets 503), and the files and answers kept for the next
+request hold at most :data:`CACHE_BYTES` bytes of memory. A file's bytes say little about its
+memory (``{},`` is 3 bytes of text and 75 of objects), so memory is what is bounded
+(:mod:`odin_lab.webapp.footprint`): a file is parsed only when the bound of its parse from its
+text is at most :data:`MAX_PARSE_BYTES`, one file at a time, and is counted in the cache at
+the memory its records take, keeping of it only what the web app reads. A game the web app
+plays (threshold 100 at most) stays well inside these limits.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from odin_env.files import read_head
 from odin_lab.evaluation.limits import read_bounded, size_text
 from odin_lab.evaluation.records import RECORDS_FORMAT, RecordsFile, iter_steps, parse_records
 from odin_lab.webapp.errors import RequestError
+from odin_lab.webapp.footprint import footprint, parse_bound, trimmed
 from odin_lab.webapp.views import Moment, describe, seat_view
 
 MAX_FILES = 2000
@@ -60,8 +66,13 @@ MAX_REPLAY_BYTES = 32 * 2**20
 """The largest replay answer, in bytes of JSON."""
 REPLAYS_AT_ONCE = 2
 """Replays built at the same time; a request beyond them is answered 503 at once."""
+MAX_PARSE_BYTES = 20 * MAX_FILE_BYTES
+"""The most memory parsing one records file may take, by :func:`~odin_lab.webapp.footprint.
+parse_bound`: a tournament's file bounds at 11-15 times its size (it takes 6-8), a file of
+empty objects at about 90 (it takes 25)."""
 CACHE_BYTES = 64 * 2**20
-"""Loaded files (counted by their size on disk) and replay answers kept for the next request."""
+"""Loaded files (counted by the memory their records take) and replay answers (by their bytes)
+kept for the next request."""
 HEAD_BYTES = 512
 """A records file names its format in its first bytes (``records_text`` writes it first)."""
 _SUMMARIES = MAX_FILES
@@ -81,6 +92,7 @@ class Catalogue:
         self._summaries: OrderedDict[tuple, dict] = OrderedDict()
         self._lock = threading.Lock()
         self._listing = threading.Lock()
+        self._parsing = threading.Lock()
         self._building = threading.BoundedSemaphore(REPLAYS_AT_ONCE)
 
     def key_of(self, path: Path) -> str:
@@ -164,9 +176,12 @@ class Catalogue:
         read = info.st_size <= MAX_FILE_BYTES  # a larger one is refused from its size alone
         if read and info.st_size > budget[0]:
             return {
-                "modified": info.st_mtime, "games": 0, "players": None, "specs": [],
+                "modified": info.st_mtime,
+                "games": 0,
+                "players": None,
+                "specs": [],
                 "error": f"not read yet: a listing reads {size_text(LIST_BYTES)} at most; reload",
-            }  # fmt: skip
+            }
         budget[0] -= info.st_size if read else 0
         loaded = self._load(path)
         entry: dict = {"modified": info.st_mtime}
@@ -188,7 +203,10 @@ class Catalogue:
     def open(self, key: str) -> tuple[Path, RecordsFile]:
         """The path and contents of the file ``key``; ``RequestError`` 404 for a key that is
         not a listed file, 422 for a file that cannot be read as records."""
-        path = self._scan().get(key)
+        return self._opened(key, self._scan().get(key))
+
+    def _opened(self, key: str, path: Path | None) -> tuple[Path, RecordsFile]:
+        """:meth:`open` of the file ``key`` found at ``path`` by a scan (``None``: not found)."""
         try:
             loaded = self._load(path) if path is not None else None
         except OSError:  # removed since the scan
@@ -218,38 +236,40 @@ class Catalogue:
                 self._cached_bytes -= self._cache.popitem(last=False)[1][1]
 
     def _load(self, path: Path) -> RecordsFile | str:
-        """The file's records, or the one-line reason it cannot be loaded (cached)."""
+        """The file's records (:func:`~odin_lab.webapp.footprint.trimmed`), or the one-line
+        reason it cannot be loaded; kept in the cache at their memory, parsed one at a time."""
         info = path.stat()
         stamp = ("file", str(path), info.st_mtime_ns, info.st_size)
         loaded = self._cached(stamp)
         if loaded is not None:
             return loaded  # type: ignore[return-value]
-        try:
-            loaded = parse_records(read_bounded(path, MAX_FILE_BYTES, follow=False), path.name)
-        except ValueError as error:
-            loaded = str(error).replace(str(path), path.name)
-            if "over the limit" in loaded:
-                loaded += " for the web app: replay it with evaluate.py replay"
-        self._keep(stamp, loaded, info.st_size)
-        return loaded
+        # A parse's objects are the largest thing a request holds: one at a time bounds them.
+        with self._parsing:
+            loaded = self._cached(stamp)  # parsed meanwhile for another request
+            if loaded is None:
+                loaded, size = _parse(path)
+                self._keep(stamp, loaded, size)
+        return loaded  # type: ignore[return-value]
 
     def replay(self, key: str, game: int, seat: int | str) -> bytes:
-        """The JSON answer of :meth:`frames` (built once per file, game and seat, then kept);
-        ``RequestError`` as :meth:`frames` gives it, and 503 when :data:`REPLAYS_AT_ONCE`
-        replays are being built already."""
-        path, records = self.open(key)
-        info = path.stat()
-        stamp = ("replay", str(path), info.st_mtime_ns, info.st_size, game, seat)
-        answer = self._cached(stamp)
+        """The JSON answer of :meth:`frames` (built once per file, game and seat, then kept:
+        a kept answer is sent without loading the file again); ``RequestError`` as
+        :meth:`frames` gives it, and 503 when :data:`REPLAYS_AT_ONCE` replays are being built
+        already."""
+        path = self._scan().get(key)
+        stamp = _answer_stamp(path, game, seat)
+        answer = self._cached(stamp) if stamp else None
         if answer is not None:
             return answer  # type: ignore[return-value]
+        path, records = self._opened(key, path)
         if not self._building.acquire(blocking=False):
             raise RequestError(503, "other replays are being built: try again in a moment")
         try:
             answer = self._frames_json(key, records, game, seat)
         finally:
             self._building.release()
-        self._keep(stamp, answer, len(answer))
+        if stamp is not None:
+            self._keep(stamp, answer, len(answer))
         return answer
 
     def frames(self, key: str, index: object, seat: object) -> dict:
@@ -317,6 +337,40 @@ class Catalogue:
         return f'{text},"frames":[{",".join(frames)}]}}'.encode()
 
 
+def _answer_stamp(path: Path | None, game: int, seat: int | str) -> tuple | None:
+    """The cache's key of a replay answer of the file at ``path`` while it is unchanged;
+    ``None`` for a file not found or removed since the scan (nothing of it is kept)."""
+    try:
+        info = path.stat() if path is not None else None
+    except OSError:
+        info = None
+    if info is None:
+        return None
+    return ("replay", str(path), info.st_mtime_ns, info.st_size, game, seat)
+
+
+def _parse(path: Path) -> tuple[RecordsFile | str, int]:
+    """The records of the file ``path`` or the one-line reason it cannot be loaded, and the
+    memory either takes. A file whose parse could take over :data:`MAX_PARSE_BYTES` is refused
+    from its text, before any of it is parsed."""
+    try:
+        raw = read_bounded(path, MAX_FILE_BYTES, follow=False)
+        bound = parse_bound(raw)
+        if bound > MAX_PARSE_BYTES:
+            raise ValueError(
+                f"{path.name}: too many objects, lists and items to load (up to "
+                f"{bound / 2**20:,.0f} MiB in memory, over the limit of "
+                f"{size_text(MAX_PARSE_BYTES)})"
+            )
+        loaded = trimmed(parse_records(raw, path.name))
+    except ValueError as error:
+        reason = str(error).replace(str(path), path.name)
+        if "over the limit" in reason:
+            reason += " for the web app: replay it with evaluate.py replay"
+        return reason, len(reason)
+    return loaded, footprint(loaded)
+
+
 _NUMBER = re.compile(r"[0-9]{1,9}")
 """A game or seat number in a query: ASCII digits only (``"²".isdigit()`` is true), nine at
 most (a file holds at most ``limits.MAX_RECORDS_GAMES`` games)."""
@@ -336,21 +390,13 @@ def _is_records_file(path: Path) -> bool:
     """Whether the regular file ``path`` names the records format in its head (never waits:
     a file that turned into a FIFO since the check is not read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        head = read_head(path, HEAD_BYTES, follow=False)
+    except (OSError, ValueError):
         return False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        head = os.read(fd, HEAD_BYTES)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
     return f'"{RECORDS_FORMAT}"'.encode() in head
 
 
 __all__ = [
     "CACHE_BYTES", "Catalogue", "LIST_BYTES", "MAX_FILES", "MAX_FILE_BYTES", "MAX_FRAMES",
-    "MAX_REPLAY_BYTES", "MAX_SCAN_ENTRIES", "REPLAYS_AT_ONCE", "replay_query",
+    "MAX_PARSE_BYTES", "MAX_REPLAY_BYTES", "MAX_SCAN_ENTRIES", "REPLAYS_AT_ONCE", "replay_query",
 ]  # fmt: skip

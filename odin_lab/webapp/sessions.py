@@ -18,10 +18,18 @@ once as a records file (:func:`odin_lab.evaluation.records.write_person_game`) u
 folder, with the person as agent spec ``"human"``: when it is over, or, once the person has
 moved, when it is dropped or the server stops (:meth:`SessionStore.close`), marked
 ``"unfinished": true`` with the moves so far, as ``play.py`` saves a game quit early.
+
+No game is lost silently. A save that fails (a full disk) is said in the game's
+``save_error`` and in one line of the log (logger ``odin_lab.webapp``; once per game, reason
+and state), and tried again whenever the game would be dropped: a game that still cannot be
+saved is not dropped but kept live, the next game in line goes instead, and when every live
+game is such a game a new one is refused (``RequestError`` 503 naming the folder and why). At
+shutdown a game that cannot be saved is named in the log as lost.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -45,6 +53,8 @@ HUMAN = 0
 MAX_THRESHOLD = 100
 """The highest threshold the page may ask for (a game's length grows with it)."""
 MAX_SEED = 2**63 - 1
+LOG = logging.getLogger("odin_lab.webapp")
+"""Where a game that could not be saved is told (``python -m odin_lab.webapp`` prints it)."""
 
 
 @dataclass
@@ -60,7 +70,11 @@ class PlaySession:
     """The person chose the seed, so the deal was known in advance: the record says so."""
     saved: Path | None = None
     save_error: str | None = None
-    """Why the finished game could not be saved (the game itself is unaffected)."""
+    """Why the game could not be saved when last tried (the game itself is unaffected)."""
+    dropped: bool = False
+    """The store let the game go (saved, or with nothing to save): no more moves or hints."""
+    told: str = ""
+    """The last failed save said in the log."""
     opening: list[dict] = field(default_factory=list)
     """The events before the person's first real decision."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -160,7 +174,15 @@ class PlaySession:
             raise RequestError(409, str(error)) from None
         return {**answer, "turn": self.turn}
 
+    @property
+    def unsaved(self) -> bool:
+        """Dropping the game now would lose something: the person moved, or it is over, and it
+        is not saved."""
+        return self.saved is None and (self.moves > 0 or self.game.is_over)
+
     def _check_turn(self, turn: int) -> None:
+        if self.dropped:  # a request that found the game just before the store let it go
+            raise RequestError(404, "this game was closed: start a new game")
         if self.game.is_over:
             raise RequestError(409, "the game is over: no more moves; start a new game")
         if turn != self.turn or self.game.current != HUMAN:
@@ -260,7 +282,8 @@ def parse_hint(body: object) -> tuple[int, int | None]:
 
 
 class SessionStore:
-    """The live games, at most ``max_games`` (the least recently used is dropped first)."""
+    """The live games, at most ``max_games`` (the least recently used is dropped first, unless
+    it cannot be saved: see the module docstring)."""
 
     def __init__(self, out_dir: Path, max_games: int = 64):
         if not 1 <= max_games <= MAX_LIVE_GAMES:
@@ -269,13 +292,16 @@ class SessionStore:
         self.max_games = max_games
         self._games: OrderedDict[str, PlaySession] = OrderedDict()
         self._lock = threading.Lock()
+        self.failure = "no save tried"
+        """The reason the last failed save gave (its ``strerror``)."""
 
     def __len__(self) -> int:
         return len(self._games)
 
     def create(self, config: Config, opponents: list[str], seed: int | None) -> PlaySession:
         """Start a game (a fresh random seed when ``seed`` is ``None``) and play up to the
-        person's first real decision (those events are in its ``opening``)."""
+        person's first real decision (those events are in its ``opening``). ``RequestError``
+        503 when the store is full of games that cannot be saved (none is dropped)."""
         chosen = seed is not None
         seed = secrets.randbits(63) if seed is None else seed
         session = PlaySession.start(secrets.token_urlsafe(18), config, opponents, seed)
@@ -283,28 +309,52 @@ class SessionStore:
         with session.lock:
             session.opening = session.advance()
             self.save_if_over(session)
-        dropped = []
-        with self._lock:
-            while len(self._games) >= self.max_games:
-                dropped.append(self._games.popitem(last=False)[1])
-            self._games[session.id] = session
-        for old in dropped:
-            self._keep(old)
+        self._admit(session)
         return session
 
-    def close(self) -> None:
-        """Drop every game, saving those the person has moved in (the server is stopping)."""
-        with self._lock:
-            dropped = list(self._games.values())
-            self._games.clear()
-        for old in dropped:
-            self._keep(old)
+    def _admit(self, session: PlaySession) -> None:
+        """Keep ``session``, dropping games least recently used first until it fits; a game
+        that cannot be saved is kept and the next one tried."""
+        tried: set[str] = set()
+        while True:
+            with self._lock:
+                if len(self._games) < self.max_games:
+                    self._games[session.id] = session
+                    return
+                old = next((s for s in self._games.values() if s.id not in tried), None)
+            if old is None:
+                raise RequestError(
+                    503,
+                    f"no room for a new game: the server keeps {self.max_games} games, and "
+                    f"each holds moves that could not be saved in {self.out_dir} "
+                    f"({self.failure}); make room there, then try again",
+                )
+            tried.add(old.id)
+            self._drop(old, "it stays live until it can be saved")
 
-    def _keep(self, session: PlaySession) -> None:
-        """Save a dropped game, unless the person never moved in it."""
-        with session.lock:  # a move still being played ends first
-            if session.moves:
-                self.save(session)
+    def _drop(self, session: PlaySession, kept: str, final: bool = False) -> bool:
+        """Let ``session`` go once it is saved (or holds nothing to save); ``False``, and the
+        game stays, when its save fails (``kept`` and ``final`` as :meth:`save` takes them)."""
+        with session.lock:  # a move still being played ends first, and none starts after
+            if session.unsaved:
+                self.save(session, kept, final)
+                if session.saved is None:
+                    return False
+            with self._lock:
+                if self._games.get(session.id) is session:
+                    del self._games[session.id]
+            session.dropped = True
+            return True
+
+    def close(self) -> None:
+        """Drop every game, saving those the person has moved in (the server is stopping); a
+        game that cannot be saved is named in the log as lost."""
+        with self._lock:
+            games = list(self._games.values())
+        for old in games:
+            self._drop(old, "it is lost, as the server is stopping", final=True)
+        with self._lock:
+            self._games.clear()
 
     def get(self, game_id: str) -> PlaySession:
         """The session of ``game_id``; ``RequestError(404)`` for an unknown (or dropped) id."""
@@ -318,12 +368,14 @@ class SessionStore:
     def save_if_over(self, session: PlaySession) -> None:
         """Save a game that is over (call it under the session's lock, after each move)."""
         if session.game.is_over:
-            self.save(session)
+            self.save(session, "tried again before the game is dropped")
 
-    def save(self, session: PlaySession) -> None:
+    def save(self, session: PlaySession, kept: str = "", final: bool = False) -> None:
         """Save the game, once, as ``out_dir/game-<UTC time>-<random>.json`` (under the
         session's lock), marked ``"unfinished": true`` when it is not over. A write that fails
-        is reported in ``save_error`` and not retried."""
+        is reported in ``save_error`` and in one line of the log, which ends with ``kept``
+        (what becomes of the game): once per game, reason and state (its moves, its end), and
+        always when ``final`` (the last try). A later call tries again."""
         if session.saved is not None:
             return
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -331,9 +383,16 @@ class SessionStore:
         try:
             session.table.save(path, "web", seed_chosen=session.seed_chosen)
         except OSError as error:  # a full disk must not lose the end of the game on screen
-            session.save_error = f"could not save the game in {self.out_dir}: {error.strerror}"
+            self.failure = error.strerror or type(error).__name__
+            session.save_error = f"could not save the game in {self.out_dir}: {self.failure}"
+            moves = f"{session.moves} move{'s' * (session.moves != 1)} by the person"
+            state = "over" if session.game.is_over else moves
+            told = f"{session.save_error} (game {session.id[:6]}..., {state})"
+            if told != session.told or final:  # a full disk refuses each new game: said once
+                LOG.warning(told + (f"; {kept}" if kept else ""))
+                session.told = told
             return
-        session.saved = path
+        session.saved, session.save_error = path, None
 
 
 __all__ = [

@@ -231,13 +231,19 @@ function begin(data, log) {
   $("announce").replaceChildren();
   $("play-error").textContent = "";
   $("threshold-note").textContent = `to ${data.view.threshold}`;
-  // The server's notes on the agents (one that plays a table size it was not trained for).
-  const notes = data.notes || [];
-  $("table-notes").replaceChildren(...notes.map((text) => el("div", "", `Note: ${text}`)));
-  $("table-notes").hidden = !notes.length;
+  showNotes(data);
   history.replaceState(null, "", `#play/${data.game_id}`);
   screen("play");
   receive(data);
+}
+
+// The server's notes on the agents (one that plays a table size it was not trained for), and a
+// save it could not make (a full disk): said while the game goes on, not only at its end.
+function showNotes(data) {
+  const notes = (data.notes || []).map((text) => `Note: ${text}`);
+  if (data.save_error && !data.over) notes.push(`Not saved: ${data.save_error}`);
+  $("table-notes").replaceChildren(...notes.map((text) => el("div", "", text)));
+  $("table-notes").hidden = !notes.length;
 }
 
 // -- playing: events one at a time, then the person's turn ---------------------------------
@@ -265,6 +271,7 @@ async function playback() {
   state.busy = false;
   state.view = data.view;
   state.record = data.record;
+  showNotes(data);
   draw();
   if (data.over) gameOver(data);
 }

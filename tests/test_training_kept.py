@@ -1,0 +1,91 @@
+"""Issue 57: retiring training settings changed no kept one. Each kept algorithm's seeded run
+(short, with the settings it keeps, their other values among them) ends in the same checkpoint
+tensors, byte for byte (weights, optimizer state, snapshots, replay), as at commit 282f95f:
+``tests/data/kept_training.json`` holds their digests, written there by this module run as a
+script with one BLAS thread, as the tests and the commands run (``OPENBLAS_NUM_THREADS=1 python
+tests/test_training_kept.py > tests/data/kept_training.json``: the numpy players' sums, and so
+the labels of a teacher, depend on the thread count)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from safetensors.numpy import load_file
+
+from odin_env.rules import Config
+from odin_lab.training import make_config, train
+
+KEPT = Path(__file__).parent / "data" / "kept_training.json"
+TEACHER = str(Path(__file__).resolve().parents[1] / "agents" / "models" / "dmc_one.safetensors")
+SMALL = {"selfplay_batch": 8, "eval_every": 0, "checkpoint_every": 10**6, "snapshot_every": 64}
+DMC = {"decisions_per_update": 64, "batch_size": 16, "net": [32, 16], "total_steps": 256}
+EXIT = {"decisions_per_update": 16, "rollouts": 16, "batch_size": 32, "net": [32, 16]}
+RUNS = {
+    "dmc": ("dmc", 3, {**DMC, "opponents": ["random", "self"]}),
+    "dmc-episode-relabel-tables": ("dmc", 4, {
+        **DMC, "opponents": ["learner"], "horizon": "episode", "gamma": 0.9, "relabel": True,
+        "optimizer": "rmsprop", "epsilon_start": 0.5, "epsilon_decay_steps": 128,
+        "other_tables": [3], "epochs": 2,
+    }),
+    "exit": ("exit", 5, {**EXIT, "opponents": ["random", "greedy"], "total_steps": 32}),
+    "exit-top-replay-learner": ("exit", 6, {
+        **EXIT, "opponents": ["greedy", "self"], "total_steps": 48, "top": 2, "replay": 40,
+        "playout": "learner", "epsilon": 0.1,
+    }),
+    "exit-teacher": ("exit", 7, {
+        **EXIT, "opponents": ["random"], "total_steps": 64, "teacher": TEACHER, "init": TEACHER,
+        "net": [256, 256, 128],
+    }),
+    "ppo": ("ppo", 2, {
+        "opponents": ["greedy", "self"], "n_envs": 2, "n_steps": 64, "batch_size": 64,
+        "n_epochs": 2, "net_pi": [32], "net_vf": [32], "total_steps": 512,
+    }),
+    "cem": ("cem", 8, {
+        "opponents": ["greedy", "self"], "population": 4, "games_per_candidate": 2,
+        "total_steps": 600,
+    }),
+}  # fmt: skip
+"""Each run: its algorithm, seed and settings (at 3 players to 5 points, against the opponents
+given)."""
+
+
+def digest(path: Path) -> str:
+    """One hash of every tensor of a checkpoint: its name, dtype, shape and bytes."""
+    h = hashlib.sha256()
+    for name, value in sorted(load_file(str(path)).items()):
+        h.update(f"{name} {value.dtype} {value.shape}".encode())
+        h.update(value.tobytes())
+    return h.hexdigest()
+
+
+def run_digest(case: str, runs: Path) -> str:
+    """The digest of the checkpoint that run ``case`` ends with."""
+    algo, seed, settings = RUNS[case]
+    config = make_config(
+        algo,
+        name=case,
+        runs_dir=str(runs),
+        game=Config(players=3, threshold=5),
+        seed=seed,
+        **SMALL,
+        **settings,
+    )
+    return digest(train(config))
+
+
+@pytest.mark.parametrize("case", sorted(RUNS))
+def test_a_kept_seeded_run_trains_the_weights_it_trained_before(case, tmp_path):
+    assert run_digest(case, tmp_path) == json.loads(KEPT.read_text())["runs"][case]
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as folder:
+        made = {case: run_digest(case, Path(folder)) for case in sorted(RUNS)}
+    commit = sys.argv[1] if len(sys.argv) > 1 else "282f95f"
+    json.dump({"recorded_at": commit, "runs": made}, sys.stdout, indent=1)
+    print()

@@ -1,0 +1,186 @@
+"""Code runs only when the command line names it: a spec read back from a file that names
+outside code (a run folder's config.json, a comparison's or a study's tournaments) is refused in
+one line before anything imports it, unless this command's line gives it again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from odin_lab.evaluation.trust import trusted, untrusted
+from odin_lab.training import make_config
+from odin_lab.training.config import config_to_json
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = """\
+from pathlib import Path
+
+import numpy as np
+
+Path(__file__).with_name("mark").write_text("ran")  # the mark: this file was run
+
+
+class Agent:
+    name = "marked"
+
+    def act(self, observation, action_mask):
+        return int(np.flatnonzero(action_mask)[0])
+
+    def act_batch(self, observations, masks):
+        return np.argmax(masks, axis=1)
+"""
+TINY = [
+    "--algo", "dmc", "--selfplay-batch", "8", "--decisions-per-update", "64", "--batch-size",
+    "16", "--net", "32", "16", "--eval-every", "0", "--threshold", "5", "--checkpoint-every",
+    "64",
+]  # fmt: skip
+
+
+def run_py(script: str, *args: object, cwd: Path = ROOT, **env: str):
+    return subprocess.run(
+        [sys.executable, str(ROOT / script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+
+
+def agent_file(folder: Path) -> tuple[str, Path]:
+    """An outside agent file that leaves ``mark`` beside it when it runs: (its spec, the mark)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "helper.py").write_text(AGENT)
+    return f"{folder / 'helper.py'}:Agent", folder / "mark"
+
+
+def one_line_refusal(done: subprocess.CompletedProcess, *words: str) -> str:
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def config_json(run: Path, algo: str = "dmc", **fields: object) -> Path:
+    """A run folder holding only ``config.json`` of a tiny run, ``fields`` set as stored (not
+    checked: an outside spec must not run in this process)."""
+    payload = config_to_json(make_config(algo, name=run.name, runs_dir=str(run.parent)))
+    for name, value in fields.items():
+        if name in payload:
+            payload[name] = value
+        else:
+            payload[algo][name] = value
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(payload, indent=2))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("algo", "field", "as_list"),
+    [("dmc", "opponents", True), ("dmc", "eval_opponents", True), ("ppo", "imitate", False)],
+)
+def test_resume_refuses_a_run_folder_naming_outside_code_before_it_runs(
+    tmp_path, algo, field, as_list
+):
+    spec, mark = agent_file(tmp_path / "elsewhere")
+    run = config_json(tmp_path / "runs" / "copied", algo, **{field: [spec] if as_list else spec})
+    done = run_py("train.py", "--resume", run)
+    line = one_line_refusal(done, str(run / "config.json"), repr(spec), f"--trust {spec}")
+    assert "outside code" in line
+    assert not mark.exists(), "the run folder's agent ran"
+
+
+def test_resume_refuses_a_module_spec_and_a_package_name_is_no_way_round(tmp_path):
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "marker.py").write_text(AGENT)
+    run = config_json(tmp_path / "runs" / "copied", opponents=["random", "marker:Agent"])
+    done = run_py("train.py", "--resume", run, PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path / 'mods'}")
+    one_line_refusal(done, "'marker:Agent'", "--trust marker:Agent")
+    assert not (tmp_path / "mods" / "mark").exists()
+
+
+def test_trust_without_resume_is_refused_before_any_folder(tmp_path):
+    spec, mark = agent_file(tmp_path / "elsewhere")
+    done = run_py("train.py", "--runs-dir", tmp_path / "runs", "--trust", spec, *TINY)
+    one_line_refusal(done, "--trust", "--resume")
+    assert not (tmp_path / "runs").exists() and not mark.exists()
+
+
+def test_a_run_resumes_with_its_outside_agent_given_again_on_the_command_line(tmp_path):
+    """A real run against an outside agent; copied, its resume is refused (the run's files as
+    they were), then runs with ``--trust`` and the spec written relative to the current folder."""
+    spec, mark = agent_file(tmp_path / "agents")
+    runs = tmp_path / "runs"
+    first = run_py(
+        "train.py",
+        "--runs-dir",
+        runs,
+        "--name",
+        "r",
+        "--opponents",
+        spec,
+        "--total-steps",
+        64,
+        *TINY,
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert mark.exists()
+    mark.unlink()
+    before = {p.name: p.read_bytes() for p in (runs / "r").iterdir() if p.is_file()}
+    refused = run_py("train.py", "--resume", runs / "r", "--total-steps", 128)
+    one_line_refusal(refused, repr(spec))
+    assert not mark.exists()
+    assert {p.name: p.read_bytes() for p in (runs / "r").iterdir() if p.is_file()} == before
+    resumed = run_py(
+        "train.py",
+        "--resume",
+        "runs/r",
+        "--total-steps",
+        128,
+        "--trust",
+        "agents/helper.py:Agent",
+        cwd=tmp_path,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert mark.exists()
+
+
+def test_the_lab_s_own_specs_and_model_files_need_no_trust(tmp_path):
+    own = ["random", "greedy", "planner", "ppo", "dmc", "linear", "search:50", "search:race",
+           "ppo:x.py:Agent", "dmc:/a.py:Agent", "self", "learner", "nonsense", 7, None]  # fmt: skip
+    assert untrusted(own, []) == []
+    assert untrusted(["m:A", "a/b.py:A", "m:A", "pkg_name"], ["m:A"]) == ["a/b.py:A"]
+    trusted(["a/b.py:A"], [os.path.abspath("a/b.py") + ":A"], "f.json")  # the same file
+    with pytest.raises(ValueError, match=r"f\.json names outside code .*--trust m:A"):
+        trusted(["m:A"], ["n:A"], "f.json")
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_compare_resume_never_runs_the_agents_its_files_name(tmp_path, partial):
+    """``evaluate.py compare --resume`` plays the command line's agents; a half's records that
+    name outside code (a copied folder) are only compared with them, and refused: nothing of them
+    runs. (A regression test: the comparison, like the studies and leaderboards, already took
+    its agents from the command line.)"""
+    spec, mark = agent_file(tmp_path / "elsewhere")
+    args = ["compare", "--agents", "greedy", "random", "--against", "shaper", "--players", "2",
+            "--games", "4", "--seed", "5", "--threshold", "5", "--no-progress"]  # fmt: skip
+    out = tmp_path / "out"
+    assert run_py("evaluate.py", *args, "--out", out).returncode == 0
+    path = out / "first" / "tournament.json"
+    data = json.loads(path.read_text())
+    data["agents_specs"] = [spec if s == "greedy" else s for s in data["agents_specs"]]
+    if partial:
+        data["partial"] = True
+    path.write_text(json.dumps(data))
+    done = run_py("evaluate.py", *args, "--out", out, "--resume")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert not mark.exists(), "the comparison's file agent ran"
