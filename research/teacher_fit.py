@@ -23,10 +23,10 @@ before the fit and after each epoch scores the student's picks among each decisi
 between ``softmax(labels / tau)`` and ``softmax(Q / tau)`` over each decision's candidates, which
 teaches the order and the gaps within the list, not their level. ``--loss mse`` is the
 regression expert iteration's ``--relative`` made (retired: docs/findings/expert-iteration.md):
-the labels shifted so that their mean is the student's start value of the list. Both add ``--anchor`` times the mean squared change of the
-candidates' values from the start, which keeps the list's level, and so its place among the
-legal actions left off it. ``--save PATH`` writes the fitted student as a model file, to be
-played (``dmc:PATH``).
+the labels shifted so that their mean is the student's start value of the list. Both add
+``--anchor`` times the mean squared change of the candidates' values from the start, which keeps
+the list's level, and so its place among the legal actions left off it. ``--save PATH`` writes
+the fitted student as a model file, to be played (``dmc:PATH``).
 
     python research/teacher_fit.py --games dmc:agents/models/dmc_one.safetensors planner \\
         planner planner --decisions 20000 --held-out 3000 --seed 933 --workers 2
