@@ -2,22 +2,25 @@
 console scripts ``odin-train``, ``odin-evaluate``, ``odin-play``): :func:`run` imports a command's
 module and runs its ``main``, with no traceback from a signal and one line for a missing extra.
 
-This module imports the standard library's signal handling alone, so that it loads at once: from
+This module imports the standard library alone (its signal handling), so that it loads at once: from
 its first line until the command's modules are loaded (torch takes seconds), and again once the
 command has returned, Ctrl-C or a plain ``kill`` ends the process quietly (exit 130, or the
 command's own code once it has one) instead of raising ``KeyboardInterrupt`` in an import or in
-the interpreter's shutdown. While the command runs, both raise ``KeyboardInterrupt`` as before, and
+the interpreter's shutdown (ignored in its last teardown, where Python would put back the killing
+default). While the command runs, both raise ``KeyboardInterrupt`` as before, and
 each command keeps its finished work. A module of an extra that the install lacks is one line
 naming the extra to install (exit 2).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,6 +63,18 @@ def quiet_signals() -> None:
     """From now on, Ctrl-C (SIGINT) and ``kill`` (SIGTERM) end the process at once, quietly."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _quit)
+
+
+def _ignore_signals() -> None:
+    # Python's shutdown puts SIGINT and SIGTERM back to their defaults (a signal would then kill
+    # the process, exit -2) unless they are ignored; registered first, this runs after every
+    # other exit handler (the worker pools' joins), when only the interpreter's teardown is left.
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+
+
+atexit.register(_ignore_signals)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

@@ -98,3 +98,38 @@ def test_a_console_script_without_its_extra_names_the_extra(tmp_path, entry, mod
     assert proc.stderr.count("\n") == 1, proc.stderr[-3000:]
     assert f"odin-{entry}: error: " in proc.stderr
     assert f"pip install 'odin-lab[{extra}]'" in proc.stderr
+
+
+SLOW_TEARDOWN = """
+import time
+
+
+class Slow:
+    def __del__(self):  # runs in the interpreter's teardown, after every exit handler
+        print("tearing down", flush=True)
+        time.sleep(2)
+
+
+KEEP = Slow()
+
+
+def main():
+    return 130  # a command stopped by Ctrl-C, its work saved
+"""
+
+
+def test_a_late_ctrl_c_in_the_interpreters_teardown_keeps_the_commands_exit_code(tmp_path):
+    (tmp_path / "slow_teardown.py").write_text(SLOW_TEARDOWN)
+    code = "import sys; from odin_lab.launch import run; sys.exit(run('slow_teardown', 'slow'))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+    )
+    assert proc.stdout.readline() == "tearing down\n"
+    proc.send_signal(signal.SIGINT)  # Python's teardown had put the default (killing) one back
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err == "", err

@@ -28,13 +28,16 @@ import tempfile
 from pathlib import Path
 
 from odin_lab import cli
-from odin_lab.evaluation.limits import MAX_LIVE_GAMES
 
 PROG = cli.program("python -m odin_lab.webapp")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def parser() -> argparse.ArgumentParser:
+    # Imported here, after main's signal handler: it loads numpy (odin_env), whose start takes
+    # long enough for a Ctrl-C to land in it.
+    from odin_lab.evaluation.limits import MAX_LIVE_GAMES
+
     p = cli.Parser(prog=PROG, description=cli.plain(__doc__.split("\n\n")[0]))
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument(
@@ -79,6 +82,8 @@ def parser() -> argparse.ArgumentParser:
 
 def check(args: argparse.Namespace) -> str | None:
     """The one-line problem with the arguments, or ``None``."""
+    from odin_lab.evaluation.limits import MAX_LIVE_GAMES
+
     if args.host not in LOCAL_HOSTS and not args.allow_remote:
         return (
             f"--host {args.host} would serve other machines; allowed are "
