@@ -14,7 +14,7 @@ RLLIB_STAMP := .venv-rllib/.installed
 CHROMIUM := /usr/bin/chromium
 SOURCES := odin_env agents odin_lab benchmarks research examples tests evaluate.py train.py play.py
 
-.PHONY: test run bench lint clean web screenshot net_4p constraints docs
+.PHONY: test warm run bench lint clean web screenshot net_4p constraints docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -56,9 +56,16 @@ $(CHROMIUM):
 	export DEBIAN_FRONTEND=noninteractive; SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	$$SUDO apt-get install -y -q chromium || ($$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium)
 
-test: $(STAMP) $(RLLIB_STAMP) $(CHROMIUM)
-	$(PY) -m compileall -q -j 0 $(SOURCES) > /dev/null  # ours too (see $(STAMP))
+# The set-up's parts run side by side (-j): RLlib's environment and Chromium install while the
+# lab's environment installs, then numba's cache fills (tests/conftest.py; the tests' first
+# process would do it otherwise) and our modules are byte-compiled.
+test:
+	$(MAKE) -j 3 $(RLLIB_STAMP) $(CHROMIUM) warm
 	$(PY) -m pytest -n 2 --dist loadgroup -q
+
+warm: $(STAMP)
+	$(PY) -m compileall -q -j 0 $(SOURCES) > /dev/null  # ours too (see $(STAMP))
+	$(PY) tests/conftest.py
 
 # The rules engine's speed; docs/benchmarks.md has the other speed benchmarks' commands.
 bench: $(STAMP)

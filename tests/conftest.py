@@ -39,26 +39,30 @@ else:
 """
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Fill numba's on-disk cache once, before any worker starts. On a fresh checkout (CI) every
-    process that calls a kernel before it is cached compiles it again: the engine alone is about
-    22 s of CPU, and the first minutes of a run start dozens of processes. Two processes compile
-    side by side here (the serial engine with the agents' kernels, and the parallel engine); a
-    warm cache makes this a few seconds. The tests of a cold cache use caches of their own."""
-    if hasattr(config, "workerinput") or config.option.collectonly:
-        return  # an xdist worker: its controller did this
-    if not (Path(__file__).resolve().parents[1] / "odin_env").is_dir():
-        return  # this file copied into a suite of its own (test_conftest_groups)
+def warm_numba_cache() -> str:
+    """Fill numba's on-disk cache: two processes compile side by side (the serial engine with
+    the agents' kernels, and the parallel engine). On a fresh checkout (CI) every process that
+    calls a kernel before it is cached compiles it again: the engine alone is about 22 s of
+    CPU, and the first minutes of a run start dozens of processes. A warm cache makes this a
+    few seconds. Returns the line to print. (``make test`` runs this file first, while the other
+    installs go on: ``python tests/conftest.py``.)"""
     start = time.monotonic()
     warm = [
         subprocess.Popen([sys.executable, "-c", _WARM, kind]) for kind in ("serial", "parallel")
     ]
     failed = [p.args[-1] for p in warm if p.wait() != 0]
     took = f"numba's cache warmed in {time.monotonic() - start:.1f} s"
-    print(
-        took + (f" (failed: {failed}; the tests compile what they call)" if failed else ""),
-        file=sys.stderr,
-    )
+    return took + (f" (failed: {failed}; the tests compile what they call)" if failed else "")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Fill numba's on-disk cache once, before any worker starts (:func:`warm_numba_cache`).
+    The tests of a cold cache use caches of their own."""
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return  # an xdist worker: its controller did this
+    if not (Path(__file__).resolve().parents[1] / "odin_env").is_dir():
+        return  # this file copied into a suite of its own (test_conftest_groups)
+    print(warm_numba_cache(), file=sys.stderr)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -108,3 +112,7 @@ def _shared_fixture(item: pytest.Item) -> str | None:
             if fixturedef.scope in ("module", "session") and mine:
                 return name
     return None
+
+
+if __name__ == "__main__":
+    print(warm_numba_cache(), file=sys.stderr)
