@@ -313,7 +313,12 @@ def _parts(
         bar.update(len(part))
 
     tasks = [(job, part) for part in chunks]
-    yield from map_ordered(_work_anywhere, tasks, on_result=count, window=2 * workers + 2)
+    try:
+        yield from map_ordered(_work_anywhere, tasks, on_result=count, window=2 * workers + 2)
+    except AgentFailed as failure:
+        # Ray raises its own wrapper of the worker's error (an AgentFailed too, whose str() is
+        # Ray's traceback): the worker's own line, details and finished games instead.
+        raise AgentFailed(failure.line, failure.details, failure.done) from None
 
 
 _worker_built: tuple | None = None
