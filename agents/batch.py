@@ -125,11 +125,13 @@ class PerGameAgent:
         self.name = agent.name
 
     def act_batch(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The wrapped agent's action for each row, in row order."""
+        """The wrapped agent's action for each row, in row order: ``int64`` when every one is
+        an integer, else as the agent gave them (never truncated: ``3.7`` is not 3; the caller
+        that checks actions refuses them)."""
         check_batch(obs, mask, goat=True)  # the agent itself refuses a game it does not play
-        return np.array(
-            [self.agent.act(obs[i], mask[i]) for i in range(obs.shape[0])], dtype=np.int64
-        )
+        chosen = [self.agent.act(obs[i], mask[i]) for i in range(obs.shape[0])]
+        got = np.asarray(chosen) if chosen else np.zeros(0, dtype=np.int64)
+        return got.astype(np.int64) if got.dtype.kind in "iu" else got
 
 
 _TAKES_KEYS: dict[type, bool] = {}

@@ -116,12 +116,23 @@ def build(spec: str, seed: int | None = None) -> Agent:
     return agent
 
 
+_FACTORY_BATCHES: dict[str, tuple[Any, bool]] = {}
+"""Each factory's absolute spec: the factory, and whether the agent it built has
+``act_batch``: a factory is called once per process to see, however many tournaments ask."""
+
+
 def has_act_batch(spec: str) -> bool:
-    """Whether the agent of ``spec`` has ``act_batch`` (a factory function is called to see)."""
+    """Whether the agent of ``spec`` has ``act_batch`` (a factory function is called to see,
+    once per process)."""
     found = find(spec)
     if inspect.isclass(found) or _has_act(found):
         return callable(getattr(found, "act_batch", None))
-    return callable(getattr(build(spec, seed=0), "act_batch", None))
+    key = absolute_spec(spec)
+    seen = _FACTORY_BATCHES.get(key)
+    if seen is None or seen[0] is not found:
+        seen = found, callable(getattr(build(spec, seed=0), "act_batch", None))
+        _FACTORY_BATCHES[key] = seen
+    return seen[1]
 
 
 def _entry_point(name: str) -> Any:

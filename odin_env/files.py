@@ -4,15 +4,16 @@
 Here, at the bottom (stdlib only), so that every layer reads through it: the model readers in
 ``agents`` as well as the lab's readers in ``odin_lab``. A FIFO, a device, a socket, a folder
 or a symbolic link to one is refused with one line (``ValueError``) without being read or
-waited on; a file is read to at most a byte limit; JSON is parsed only after its number of
-containers (the objects and arrays that cost memory well beyond their bytes) is known to be
-within a limit, so that bytes bound memory too.
+waited on; a file is read to at most a byte limit; JSON is parsed only after the memory its
+parse takes is known, from its text, to be within a limit (:func:`json_parse_bound`: objects,
+lists and items cost memory well beyond their bytes), so that memory is bounded too.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -82,25 +83,62 @@ def read_head(path: Path | str, size: int, *, follow: bool = True) -> bytes:
         return f.read(size)
 
 
-def json_containers(raw: bytes | str) -> int:
-    """At most how many objects and arrays the JSON text ``raw`` holds: its ``{`` and ``[``
-    (those inside strings counted too, so never fewer)."""
-    if isinstance(raw, str):
-        return raw.count("{") + raw.count("[")
-    return raw.count(b"{") + raw.count(b"[")
+_OBJECT, _LIST, _ITEM, _ENTRY, _QUOTE = 232, 96, 40, 96, 12
+"""Bytes ``json.loads`` allocates at most per ``{``, ``[``, ``,``, ``:`` and ``"`` of the text
+(CPython 3.11, 64-bit, the garbage collector's header included)."""
+_ASTRAL, _WIDE = re.compile(rb"[\xf0-\xf4]"), re.compile(rb"[\xc4-\xef]")
+"""A character outside the BMP (4 bytes of UTF-8), or outside Latin-1 (2 or 3 bytes)."""
+_ASTRAL_ESCAPE, _WIDE_ESCAPE = re.compile(rb"\\u[dD][89abAB]"), re.compile(rb"\\u(?!00)")
+"""The same escaped: a high surrogate, or any ``\\u`` but ``\\u00XX``."""
+_PARSER = 4096
+"""What a parse allocates whatever the text (the decoder's own objects)."""
 
 
-def load_json(raw: bytes | str, name: str, max_containers: int, kind: str = "JSON") -> Any:
-    """The JSON value of ``raw`` once it is known to hold at most ``max_containers`` objects
-    and arrays; ``ValueError`` with one line starting with ``name`` for more, for text that is
-    not JSON (``not {kind} (why)``) and for JSON nested too deep for Python to parse.
+def json_parse_bound(raw: bytes | str) -> int:
+    """An upper bound, in bytes, of the memory ``json.loads(raw)`` takes, from the text alone.
 
-    An empty object costs some 70 bytes of memory against its 3 bytes of text: counting the
-    containers before parsing bounds the memory of the parse to a few times the text's bytes,
-    as a real file of numbers and short lists costs."""
-    if json_containers(raw) > max_containers:
+    Its count of the bytes that open an object, a list or a string, or separate items (each
+    one's largest cost in CPython: an object 232 bytes with its first entries, a list 96, an
+    item 40, a dict entry 96 more, a string 24), and its characters: ``json.loads`` decodes the
+    whole text first, then copies each string out of it (one with an escape through a buffer
+    that grows and widens: up to 2.5 times), and CPython stores a text or a string as wide as
+    its widest character (1 byte each, 2 outside Latin-1, 4 outside the BMP). It over-counts
+    (those bytes inside strings count too): against ``tracemalloc``, 1.0-5x the peak for every
+    shape tried, 1.6-1.8x for tournaments' records files (``tests/test_webapp_memory.py``)."""
+    raw = raw.encode() if isinstance(raw, str) else raw
+    return (
+        _OBJECT * raw.count(b"{")
+        + _LIST * raw.count(b"[")
+        + _ITEM * raw.count(b",")
+        + _ENTRY * raw.count(b":")
+        + _QUOTE * raw.count(b'"')
+        + _characters(raw)
+        + _PARSER
+    )
+
+
+def _characters(raw: bytes) -> int:
+    """The bytes the decoded text and the strings copied out of it take at most: a string with
+    an escape is built in a buffer that grows (by a quarter) and widens (by a copy)."""
+    text = 4 if _ASTRAL.search(raw) else 2 if _WIDE.search(raw) else 1
+    escaped = 4 if _ASTRAL_ESCAPE.search(raw) else 2 if _WIDE_ESCAPE.search(raw) else 1
+    built = 5 if b"\\" in raw else 2  # in halves
+    return len(raw) * (2 * text + built * max(text, escaped)) // 2
+
+
+def load_json(raw: bytes | str, name: str, max_memory: int, kind: str = "JSON") -> Any:
+    """The JSON value of ``raw`` once its parse is known to take at most ``max_memory`` bytes
+    (:func:`json_parse_bound`); ``ValueError`` with one line starting with ``name`` for more,
+    for text that is not JSON (``not {kind} (why)``) and for JSON nested too deep for Python to
+    parse.
+
+    An empty object costs some 70 bytes of memory against its 3 bytes of text: bounding the
+    parse from the text bounds its memory, where bytes alone do not."""
+    bound = json_parse_bound(raw)
+    if bound > max_memory:
         raise ValueError(
-            f"{name}: over the limit of {max_containers:,} JSON objects and arrays in one file"
+            f"{name}: too many objects, lists and items to load (up to {bound / 2**20:,.1f} "
+            f"MiB in memory, over the limit of {max_memory / 2**20:,.1f} MiB)"
         )
     try:
         return json.loads(raw)
@@ -125,7 +163,7 @@ def _kind(mode: int) -> str:
 
 __all__ = [
     "check_regular",
-    "json_containers",
+    "json_parse_bound",
     "load_json",
     "open_regular",
     "read_bounded",

@@ -376,3 +376,23 @@ def test_the_own_agent_page_runs_as_written_at_a_tiny_size(tmp_path):
     played = json.loads((tmp_path / "results" / "my-agent" / "tournament.json").read_text())
     assert played["agents_specs"] == [spec, "random", "random", "random"]
     assert played["games"] == 4
+
+
+def test_a_factory_is_built_once_to_see_whether_it_batches(tmp_path, monkeypatch):
+    """``has_batch_form`` of a factory spec, asked as every tournament of a study asks it:
+    the factory runs once in the process, not once per question."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "counted.py").write_text(
+        "import numpy as np\n"
+        "MADE = []\n"
+        "class _Lowest:\n"
+        "    def act(self, observation, action_mask):\n"
+        "        return int(np.flatnonzero(action_mask)[0])\n"
+        "def make():\n"
+        "    MADE.append(1)\n"
+        "    return _Lowest()\n"
+    )
+    for _ in range(3):
+        assert has_batch_form("counted.py:make") is False
+    module = sys.modules[next(k for k in sys.modules if k.startswith("odin_outside_counted_"))]
+    assert len(module.MADE) == 1

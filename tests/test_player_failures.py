@@ -59,6 +59,21 @@ class Agent:
 class Batched(Agent):
     def act_batch(self, obs, mask):
         return np.argmax(mask != 0, axis=1).astype(np.float64)  # floats: refused
+
+
+class Steady(Agent):
+    def act_batch(self, obs, mask):
+        return np.argmax(mask != 0, axis=1)
+
+
+class Breaks(Steady):
+    """Steady, until its AFTER-th step: then it raises."""
+
+    def act_batch(self, obs, mask):
+        self.made += 1
+        if self.made > AFTER:
+            raise RuntimeError("the agent broke")
+        return super().act_batch(obs, mask)
 '''
 
 
@@ -180,6 +195,20 @@ def test_a_batched_agent_answering_floats_is_named_in_process(folder, monkeypatc
     assert "bad.py:Batched' in seat " in str(stop.value.failure)
     assert "returned float64 actions" in str(stop.value.failure)
     assert stop.value.records == [] and stop.value.deals_done == 0
+
+
+def test_a_batched_agent_failing_keeps_the_games_its_batch_finished(folder, monkeypatch):
+    # 24 games in one batch of 4 slots: the agent breaks at its 300th step, with some of
+    # them finished: they are kept (whole deals), the games of a run that never failed.
+    monkeypatch.chdir(folder)
+    play = dict(engine="batched", batch=4, progress=False)
+    clean = play_tournament(["bad.py:Steady", "greedy"], Config(players=2), 12, **play)
+    with pytest.raises(PlayerFailed) as stop:
+        play_tournament(["bad.py:Breaks", "greedy"], Config(players=2), 12, **play)
+    kept = stop.value.records
+    assert "bad.py:Breaks' in seat " in str(stop.value.failure)
+    assert 0 < len(kept) < len(clean) and len(kept) == 2 * stop.value.deals_done
+    assert kept == clean[: len(kept)]
 
 
 COMPARE = ("compare", "--agents", "greedy", "planner", "--against", "greedy", "--threshold", "5")

@@ -259,6 +259,58 @@ def test_a_worker_killed_mid_tournament_has_its_chunk_played_again(cluster):
     assert on_ray == local
 
 
+DOOMED = """
+import time
+
+import numpy as np
+
+
+class Agent:
+    \"\"\"The lowest legal action, except in the game seeded DOOMED: there it fails as MODE says
+    (the same game whatever process plays it).\"\"\"
+
+    def reset(self, seat, seed):
+        self.doomed = seed == DOOMED
+
+    def act(self, observation, mask):
+        if self.doomed and MODE == "raise":
+            raise RuntimeError("the agent broke")
+        if self.doomed:
+            time.sleep(10**6)
+        return int(np.flatnonzero(mask)[0])
+"""
+
+
+@pytest.mark.parametrize("mode", ["raise", "hang"])
+def test_a_player_failing_on_ray_is_the_one_line_and_the_games_of_a_local_run(
+    cluster, tmp_path, capfd, mode
+):
+    """An agent that raises (or hangs past the decision limit) in deal 13 on a Ray worker:
+    the tournament stops with the line a local run gives, keeping the same deals 0-12 (those
+    of the chunks before it and its own chunk's finished ones), and Ray logs nothing."""
+    from odin_lab.evaluation import failures
+    from odin_lab.evaluation.tournament import PlayerFailed, agent_seed
+
+    doomed = agent_seed(0, 13, 1, 1)  # the bad agent sits in seat 1 in rotation 1
+    (tmp_path / "bad.py").write_text(f"DOOMED = {doomed}\nMODE = {mode!r}\n{DOOMED}")
+    specs, config = [f"{tmp_path}/bad.py:Agent", "greedy"], Config(players=2)
+    stops = []
+    failures.set_decision_limit(1)
+    try:
+        for ray_ in (None, "local"):  # 20 deals in chunks of 8: 13 is in the second
+            with pytest.raises(PlayerFailed) as stop:
+                play_tournament(specs, config, 20, engine="single", progress=False, ray=ray_)
+            stops.append(stop.value)
+    finally:
+        failures.set_decision_limit(failures.DECISION_LIMIT_S)
+    local, on_ray = stops
+    did = "raised RuntimeError: the agent broke" if mode == "raise" else "took over 1 s"
+    assert str(on_ray.failure) == str(local.failure)
+    assert "in seat 1 of deal 13 rotation 1 " + did in str(on_ray.failure)
+    assert on_ray.deals_done == local.deals_done == 13 and on_ray.records == local.records
+    assert "Unhandled error" not in capfd.readouterr().err
+
+
 def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
     return make_config(
         "ppo",

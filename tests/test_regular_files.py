@@ -15,7 +15,7 @@ import pytest
 from launch import returns_within
 
 from agents import make
-from odin_env.files import load_json
+from odin_env.files import json_parse_bound, load_json
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ["ppo", "dmc", "linear"]
@@ -80,10 +80,11 @@ def test_a_records_file_that_is_a_link_to_a_fifo_is_refused_in_one_line(tmp_path
         assert "not a regular file (a FIFO)" in said
 
 
-def test_json_of_more_containers_than_the_limit_is_refused_before_parsing():
-    assert load_json(b"[{}, [], {}]", "x.json", 4) == [{}, [], {}]
-    with pytest.raises(ValueError, match="x.json: over the limit of 3 JSON objects and arrays"):
-        load_json(b"[{}, [], {}]", "x.json", 3)
+def test_json_whose_parse_takes_more_than_the_limit_is_refused_before_parsing():
+    raw = b"[{}, [], {}]"
+    assert load_json(raw, "x.json", json_parse_bound(raw)) == [{}, [], {}]
+    with pytest.raises(ValueError, match="x.json: too many objects, lists and items to load"):
+        load_json(raw, "x.json", json_parse_bound(raw) - 1)
 
 
 def test_a_records_file_of_many_empty_objects_is_refused_in_little_memory(tmp_path):
@@ -111,5 +112,5 @@ def test_a_records_file_of_many_empty_objects_is_refused_in_little_memory(tmp_pa
     )
     code, peak, said = done.stdout.split(" ", 2)
     assert int(code) == 2, said
-    assert "JSON objects and arrays" in said and "Traceback" not in said
+    assert "too many objects, lists and items" in said and "Traceback" not in said
     assert int(peak) < 1.5 * 2**30, f"peak {int(peak) / 2**20:.0f} MiB"

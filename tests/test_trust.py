@@ -184,3 +184,45 @@ def test_a_compare_resume_never_runs_the_agents_its_files_name(tmp_path, partial
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert not mark.exists(), "the comparison's file agent ran"
+
+
+STUDIES = {  # the studies resume by rows.resumed_rows (thresholds and goat too), leaderboards
+    # by resume.partial_tables (a tournament's, by partial_records: the compare test above)
+    "seating": (
+        ["--agent", "greedy", "--players", "2", "--first-player", "rotate"],
+        "seating.json",
+    ),
+    "leaderboard": (
+        ["--agents", "greedy", "random", "shaper", "--players", "2"],
+        "leaderboard.json",
+    ),
+}
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_a_study_resume_never_runs_the_agents_its_folder_names(tmp_path, capsys, study):
+    """A partial study or leaderboard folder (copied from elsewhere) whose summary names an
+    outside agent where the command line names ``greedy``: ``--resume`` refuses it in one line,
+    and the agent file never runs (its mark is not left)."""
+    from odin_lab.commands.evaluate import main
+
+    spec, mark = agent_file(tmp_path / "elsewhere")
+    flags, name = STUDIES[study]
+    argv = [study, *flags, "--games", "2", "--out", str(tmp_path / "out"), "--no-progress"]
+    assert main([*argv, "--workers", "1"]) == 0
+    path = tmp_path / "out" / name
+
+    def swap(value: object) -> object:
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        return spec if value == "greedy" else value
+
+    data = swap(json.loads(path.read_text()))
+    path.write_text(json.dumps({**data, "partial": True}))
+    capsys.readouterr()
+    assert main([*argv, "--workers", "1", "--resume"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error and name in error, error
+    assert not mark.exists(), f"the {study} folder's file agent ran"

@@ -15,10 +15,11 @@ import pytest
 from test_webapp_server import serving
 
 from agents import make
+from odin_env.files import json_parse_bound as parse_bound
 from odin_env.rules import Config
 from odin_lab.evaluation.records import load_records, parse_records, write_records
 from odin_lab.evaluation.tournament import play_deals
-from odin_lab.webapp.footprint import footprint, parse_bound, trimmed
+from odin_lab.webapp.footprint import footprint, trimmed
 from odin_lab.webapp.replays import CACHE_BYTES, MAX_FILE_BYTES, MAX_PARSE_BYTES
 
 HEAD = (
@@ -29,8 +30,8 @@ HEAD = (
 
 def empty_objects(path: Path, count: int, gap: int = 0) -> None:
     """A valid records file of no games whose key ``pad`` holds ``count`` empty objects, each
-    followed by ``gap`` spaces (so that the file may keep under the readers' objects-per-byte
-    limit, :data:`odin_lab.evaluation.limits.JSON_BYTES_PER_ITEM`)."""
+    followed by ``gap`` spaces (so that the file may keep under the readers' bound of a parse's
+    memory per byte, :data:`odin_lab.evaluation.limits.JSON_MEMORY_PER_BYTE`)."""
     item = b"{}," + b" " * gap
     with open(path, "wb") as f:
         f.write(HEAD)
@@ -50,7 +51,7 @@ def memory(pid: int) -> dict[str, int]:
 
 def test_files_of_empty_objects_leave_the_server_within_a_few_times_its_cache(tmp_path):
     """Four 31 MB files (each under the 32 MiB limit: refused from their text) and four of
-    16 MB, an empty object every 16 bytes (under the parse bound and the readers' objects-per-byte
+    16 MB, an empty object every 16 bytes (under the parse bound and the readers' memory-per-byte
     limit: parsed, and what the app does not read let go), listed."""
     records = tmp_path / "records"
     records.mkdir()

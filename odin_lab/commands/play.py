@@ -13,6 +13,9 @@ early (``quit``, Ctrl-C, end of input) is saved too, marked unfinished. Game fla
 fields of ``odin_env.rules.Config``. Bad flags exit 2 with one line, an ``--out`` that cannot be
 written too (checked before the game); Ctrl-C exits 130, and a second one waits for the save.
 A full disk at the end is one line (exit 2, or 130 after Ctrl-C), an earlier file left whole.
+An agent that fails (raises, answers a non-integer or illegal action, or outlasts
+``odin_lab.evaluation.failures``' decision limit) is one line naming it, exit 2, the unfinished
+game saved.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         from odin_lab.evaluation.results import check_writable
 
         check_writable(out, folder=False)
+        from odin_lab.evaluation.failures import AgentFailed
         from odin_lab.evaluation.narrate import Style, use_colour
         from odin_lab.evaluation.play import QuitRequested, Session, save
         from odin_lab.evaluation.results import NotWrittenError, stop_once
@@ -98,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             stop = "end of input"
         except KeyboardInterrupt:
             code, stop = 130, "interrupted"
+        except AgentFailed as failure:  # an outside agent's fault: one line, the game kept
+            cli.fail(PROG, failure)
+            code, stop = 2, "an agent failed"
         try:
             finished = save(out, config, seed, session.specs, session.actions, session.table.hints)
         except NotWrittenError as e:

@@ -5,10 +5,12 @@ tournament itself is :mod:`odin_lab.evaluation.tournament`, which re-exports the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
-from odin_lab.evaluation.failures import AgentFailed
+from odin_lab.evaluation.failures import DECISION_LIMIT_S, AgentFailed
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,28 @@ class GameRecord:
         )
 
 
+@dataclass(frozen=True)
+class Job:
+    """One tournament's work, as its worker processes get it: the agents' specs (empty when
+    the agents are objects of this process), the game, the seed, the rotations per deal, the
+    engine's batch and the decision limit."""
+
+    specs: tuple[str, ...]
+    config: Config
+    seed: int
+    rotations: int
+    batch: int = 0
+    """Games played at once; 0 for the single engine."""
+    limit: float = DECISION_LIMIT_S
+    """The decision limit (seconds; 0: none), carried to the workers."""
+
+
+def seat_name(job: Job, agents: Sequence, index: int) -> str:
+    """What a failure calls agent ``index``: its spec, else its ``name``."""
+    agent = agents[index]
+    return job.specs[index] if job.specs else getattr(agent, "name", type(agent).__name__)
+
+
 class TournamentInterrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`play_tournament`: ``records`` holds every game of the deals that
     finished, a prefix of the tournament in ``(deal, rotation)`` order (``deals_done`` deals)."""
@@ -86,9 +110,11 @@ def rotation_order(players: int, rotation: int) -> tuple[int, ...]:
 
 __all__ = [
     "GameRecord",
+    "Job",
     "PlayerFailed",
     "TournamentInterrupted",
     "agent_seed",
     "deal_seed",
     "rotation_order",
+    "seat_name",
 ]

@@ -16,6 +16,7 @@ alone (stopped when it exits), with the CPUs asked for; anything else is handed 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator
@@ -132,9 +133,11 @@ def map_ordered(
     task whose worker dies is run again (up to :data:`RETRIES` times) and its result replaces
     the lost one. ``on_result(result)`` runs as each result arrives, in any order (a progress
     bar). At most ``window`` results are in flight or waiting for an earlier one, which bounds
-    the memory held. An exception in ``fn`` is raised here; on any other exit before the end (an
-    error, the caller stopping) the tasks still running are cancelled; on Ctrl-C they are left
-    to end (see the comment below)."""
+    the memory held. An exception in ``fn`` is raised here in its item's order, after the
+    results of the items before it (Ray's wrapper of it: an instance of its class, whose
+    attributes are its); no item after it is started. On any exit before the end (that error,
+    the caller stopping) the tasks still running are cancelled; on Ctrl-C they are left to end
+    (see the comment below)."""
     import ray
 
     if window < 1:
@@ -143,19 +146,29 @@ def map_ordered(
     running: dict[Any, int] = {}  # task -> its item's index
     arrived: dict[int, Any] = {}
     submitted = following = 0
+    first_error = len(todo)  # the index of the first item whose fn raised, once one has
     try:
         while following < len(todo):
-            while submitted < len(todo) and len(running) + len(arrived) < window:
+            while submitted < first_error and len(running) + len(arrived) < window:
                 running[remote.remote(fn, todo[submitted])] = submitted
                 submitted += 1
             ready, _ = ray.wait(list(running), num_returns=1)
             for ref in ready:
-                result = ray.get(ref)
-                arrived[running.pop(ref)] = result
+                index = running.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayTaskError as error:
+                    arrived[index] = _Raised(error)
+                    first_error = min(first_error, index)
+                    continue
+                arrived[index] = result
                 if on_result is not None:
                     on_result(result)
             while following in arrived:
-                yield arrived.pop(following)
+                result = arrived.pop(following)
+                if isinstance(result, _Raised):
+                    raise result.error
+                yield result
                 following += 1
     except KeyboardInterrupt:
         # Not cancelled: a cancel that races a task's reply aborts the driver in Ray 2.x (its
@@ -166,9 +179,22 @@ def map_ordered(
         running.clear()
         raise
     finally:
+        if running:  # fetch the errors of tasks already ended, or Ray logs them as unhandled
+            ended, _ = ray.wait(list(running), num_returns=len(running), timeout=0)
+            for ref in ended:
+                with contextlib.suppress(Exception):
+                    ray.get(ref)
+                del running[ref]
         for ref in running:
             # force: stop the work itself (the worker process is replaced), not just the wait.
             ray.cancel(ref, force=True)
+
+
+class _Raised:
+    """An item's exception, held in :func:`map_ordered` until the items before it are given."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
 
 
 __all__ = ["INSTALL", "LOCAL", "RETRIES", "connect", "is_local", "map_ordered", "require_ray"]

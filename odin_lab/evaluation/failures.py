@@ -120,15 +120,20 @@ def _did(error: BaseException, limit: float) -> str:
     return f"raised {text:.160}"
 
 
-def failed(place: tuple[str, int, int, int], did: str, error=None) -> AgentFailed:
-    """The :class:`AgentFailed` of the agent at ``place`` (its name, seat, deal, rotation)."""
-    who, seat, deal, rotation = place
-    line = f"agent {who!r} in seat {seat} of deal {deal} rotation {rotation} {did}"
+def failed(place: tuple, did: str, error=None) -> AgentFailed:
+    """The :class:`AgentFailed` of the agent at ``place``: its name, seat, deal and rotation,
+    or its name and where it played (``"in a training game"``)."""
+    if len(place) == 2:
+        who, where = place
+    else:
+        who, seat, deal, rotation = place
+        where = f"in seat {seat} of deal {deal} rotation {rotation}"
+    line = f"agent {who!r} {where} {did}"
     details = "".join(traceback.format_exception(error)) if error is not None else ""
     return AgentFailed(line, f"{line}\n\n{details}" if details else line + "\n")
 
 
-def ask(limit: float, place: tuple[str, int, int, int], call: Callable, *args, doing: str = ""):
+def ask(limit: float, place: tuple, call: Callable, *args, doing: str = ""):
     """``call(*args)`` (an agent's method) under the decision limit; any exception but Ctrl-C
     (``SystemExit`` and a timeout included) raises :class:`AgentFailed` for ``place`` (see
     :func:`failed`), ``doing`` (such as ``"in reset"``) before what it did. An agent's calls up
@@ -187,19 +192,39 @@ def act_batched(
             got = ask(limit, first, partial(agent.act_batch, keys=keys[rows]), *part)
         else:
             got = ask(limit, first, agent.act_batch, *part)
-        got = np.asarray(got)
-        if got.shape != rows.shape or got.dtype.kind not in "iu":
-            did = f"returned {got.dtype} actions of shape {got.shape}, not {rows.size} integers"
-            raise failed(first, did)
-        bad = np.flatnonzero((got < 0) | (got >= mask.shape[1]))
-        if not bad.size:
-            bad = np.flatnonzero(part[1][np.arange(rows.size), got] == 0)
-        if bad.size:
-            row = int(rows[bad[0]])
+        got, bad = _checked(got, part[1], first)
+        if bad is not None:
+            row = int(rows[bad])
             place = (names[a], *(int(column[row]) for column in games))
-            raise failed(place, f"chose {int(got[bad[0]])}: an illegal action")
+            raise failed(place, f"chose {int(got[bad])}: an illegal action")
         actions[rows] = got
     return actions
+
+
+def _checked(got: object, mask: np.ndarray, place: tuple) -> tuple[np.ndarray, int | None]:
+    """An agent's batch of actions for the rows of ``mask`` as an array, and the index of its
+    first illegal one (``None``: all legal); :class:`AgentFailed` for ``place`` when it is not
+    one integer per row."""
+    got = np.asarray(got)
+    if got.shape != mask.shape[:1] or got.dtype.kind not in "iu":
+        did = f"returned {got.dtype} actions of shape {got.shape}, not {mask.shape[0]} integers"
+        raise failed(place, did)
+    bad = np.flatnonzero((got < 0) | (got >= mask.shape[1]))
+    if not bad.size:
+        bad = np.flatnonzero(mask[np.arange(got.size), got] == 0)
+    return got, (int(bad[0]) if bad.size else None)
+
+
+def opponent_actions(agent, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``agent.act_batch(obs, mask)`` for an opponent in training games, checked as a
+    tournament checks its agents (integers, one per row, each legal; no decision limit: one
+    call answers a whole batch of rows, which a slow agent may take minutes for);
+    :class:`AgentFailed` naming the agent (its ``name``) "in a training game" otherwise."""
+    place = (getattr(agent, "name", type(agent).__name__), "in a training game")
+    got, bad = _checked(ask(0, place, agent.act_batch, obs, mask), mask, place)
+    if bad is not None:
+        raise failed(place, f"chose {int(got[bad])}: an illegal action")
+    return got
 
 
 __all__ = [
@@ -214,6 +239,7 @@ __all__ = [
     "check_decision_limit",
     "decision_limit",
     "failed",
+    "opponent_actions",
     "set_decision_limit",
     "timed",
 ]

@@ -17,10 +17,12 @@ name                       value             what it bounds
 ``MAX_WORKERS``            256               worker processes of one evaluate.py command
 ``MAX_SPEC_CHARS``         4,096             one agent spec in a records file (a path's length)
 ``MAX_SUMMARY_BYTES``      16 MiB            a partial study's summary read by ``--resume``
-``JSON_BYTES_PER_ITEM``    16                a JSON file the lab reads holds at most one
-                                             object or array per 16 of its bytes (and 1,024
-                                             in any case): a records file's games hold one
-                                             per 25 to 90 bytes
+``JSON_MEMORY_PER_BYTE``   32                a JSON file the lab reads is parsed only when
+                                             its parse takes at most 32 times its bytes (and
+                                             256 KiB in any case), by
+                                             ``odin_env.files.json_parse_bound``: a records
+                                             file bounds at 11-15 times, one of empty objects
+                                             at about 90
 ``MAX_CONFIG_BYTES``       1 MiB             a run's ``config.json`` read by ``--resume``
 =========================  ================  ===================================================
 
@@ -31,7 +33,8 @@ app's (request bodies, replays it sends) are in :mod:`odin_lab.webapp.app` and
 :func:`read_bounded` (from :mod:`odin_env.files`, where every layer reads through it) is the one
 way the lab reads a file given from outside: only a regular file (a FIFO, a device, a folder, a
 link to one is refused without blocking), at most ``limit`` bytes; :func:`read_json` parses it
-within ``JSON_BYTES_PER_ITEM``.
+within ``JSON_MEMORY_PER_BYTE`` (:func:`parse_json`: the one bound of a parse's memory, which
+the web app uses too, with its own limit).
 """
 
 from __future__ import annotations
@@ -63,23 +66,25 @@ cost memory, and each is a whole Python process."""
 MAX_LIVE_GAMES = 1000
 """The most live games the web app may be asked to keep (``--max-games``): each holds its
 state, its log and its agents in memory."""
-JSON_BYTES_PER_ITEM = 16
-"""A JSON file the lab reads may hold one object or array per this many of its bytes (and
-``JSON_LEAST_ITEMS`` in any case): an empty object costs some 70 bytes of memory for its 3
-bytes of text, so bytes alone do not bound a parse's memory; this bounds it to a few times the
-bytes, as a real records file costs (a game holds 7 to 10 in 250 to 900 bytes)."""
-JSON_LEAST_ITEMS = 1024
-"""The objects and arrays any JSON file may hold, however short."""
+JSON_MEMORY_PER_BYTE = 32
+"""A JSON file the lab reads is parsed only when its parse takes at most this many times its
+bytes (and :data:`JSON_LEAST_MEMORY` in any case), as :func:`odin_env.files.json_parse_bound`
+bounds it from the text: an empty object costs some 70 bytes of memory for its 3 bytes of text,
+so bytes alone do not bound a parse's memory. A tournament's records file bounds at 11-15 times
+its bytes (it takes 6-8), a file of empty objects at about 90 (it takes 25)."""
+JSON_LEAST_MEMORY = 256 * 2**10
+"""The memory any JSON file's parse may take, however short the file."""
 MAX_CONFIG_BYTES = 2**20
 """The largest run ``config.json`` that ``train.py --resume`` reads (a real one is a few KB)."""
 
 
-def parse_json(raw: bytes, name: str, kind: str = "JSON") -> Any:
-    """The JSON value of ``raw`` (the bytes of the file ``name``) once it holds at most one
-    object or array per ``JSON_BYTES_PER_ITEM`` bytes; ``ValueError`` with one line otherwise
-    (:func:`odin_env.files.load_json`)."""
-    allowed = max(JSON_LEAST_ITEMS, len(raw) // JSON_BYTES_PER_ITEM)
-    return load_json(raw, name, allowed, kind)
+def parse_json(raw: bytes, name: str, kind: str = "JSON", most: int | None = None) -> Any:
+    """The JSON value of ``raw`` (the bytes of the file ``name``) once its parse is known to
+    take at most ``JSON_MEMORY_PER_BYTE`` times its bytes (``JSON_LEAST_MEMORY`` at least) and
+    ``most`` bytes (a caller's own limit, such as the web app's); ``ValueError`` with one line
+    otherwise (:func:`odin_env.files.load_json`)."""
+    allowed = max(JSON_LEAST_MEMORY, len(raw) * JSON_MEMORY_PER_BYTE)
+    return load_json(raw, name, allowed if most is None else min(allowed, most), kind)
 
 
 def read_json(path: Path | str, limit: int) -> Any:
@@ -90,8 +95,8 @@ def read_json(path: Path | str, limit: int) -> Any:
 
 
 __all__ = [
-    "JSON_BYTES_PER_ITEM",
-    "JSON_LEAST_ITEMS",
+    "JSON_LEAST_MEMORY",
+    "JSON_MEMORY_PER_BYTE",
     "MAX_ACTIONS",
     "MAX_CONFIG_BYTES",
     "MAX_DECISIONS",

@@ -201,10 +201,11 @@ def load_records(path: Path | str, limit: int = MAX_RECORDS_BYTES) -> RecordsFil
     return parse_records(raw, str(path))
 
 
-def parse_records(raw: bytes, name: str = "records") -> RecordsFile:
+def parse_records(raw: bytes, name: str = "records", most: int | None = None) -> RecordsFile:
     """The records in ``raw`` (a records file's bytes); ``ValueError`` as :func:`load_records`
-    gives it, starting with ``name``."""
-    data = parse_json(raw, name, "a JSON records file")
+    gives it, starting with ``name``. ``most``: the most memory its parse may take, beside the
+    readers' own bound (:func:`odin_lab.evaluation.limits.parse_json`)."""
+    data = parse_json(raw, name, "a JSON records file", most)
     try:
         return _parse(data)
     except ValueError as e:

@@ -26,6 +26,7 @@ from agents import make
 from odin_env.observation import observe
 from odin_env.rules import Config, Game
 from odin_env.seeding import spawn_seed
+from odin_lab.evaluation import failures
 from odin_lab.evaluation.coach import DEFAULT_MS, hint, warm_up_in_background
 from odin_lab.evaluation.records import write_person_game
 from odin_lab.evaluation.tournament import GameRecord, agent_seed
@@ -59,7 +60,8 @@ class Table:
             agent = make(spec, seed=agent_seed(seed, 0, 0, s))
             reset = getattr(agent, "reset", None)
             if reset is not None:
-                reset(s, agent_seed(seed, 0, 0, s))
+                limit, seeded = failures.decision_limit(), agent_seed(seed, 0, 0, s)
+                failures.ask(limit, (spec, s, 0, 0), reset, s, seeded, doing="in reset")
             self.agents.append(agent)
         self.notes = table_notes(self.specs, self.agents, n)
         """One line per agent spec that plays a table size it was not trained for (its seats
@@ -94,14 +96,27 @@ class Table:
         """``(action, forced)`` of the decision at hand when it is not the person's to make: the
         only legal action (forced), or the choice of the agent to act (asked now, from its
         observation); ``None`` when the person has a real choice or the game is over. Nothing
-        is applied."""
+        is applied. An agent that fails (raises, answers a non-integer or an illegal action, or
+        outlasts the decision limit in the main thread) raises :class:`~odin_lab.evaluation.
+        failures.AgentFailed` naming it (a ``ValueError`` of one line; the game is unchanged)."""
         game = self.game
         if game.is_over or self.person_to_move:
             return None
         if len(game.legal) == 1:
             return game.legal[0], True
         seat = game.current
-        return int(self.agents[seat].act(observe(game, seat), game.legal_mask())), False
+        place = (self.specs[seat], seat, 0, 0)  # the table's game is deal 0, rotation 0
+        agent, mask = self.agents[seat], game.legal_mask()
+        chosen = failures.ask(
+            failures.decision_limit(), place, agent.act, observe(game, seat), mask
+        )
+        try:
+            action = failures.as_action(chosen)
+        except ValueError as error:
+            raise failures.failed(place, f"chose {chosen!r:.60}: {error}") from None
+        if not (0 <= action < mask.shape[0] and mask[action]):
+            raise failures.failed(place, f"chose {action}: an illegal action")
+        return action, False
 
     def apply(self, action: int, forced: bool = False) -> None:
         """Apply the decision at hand (``ValueError``, nothing changed, when it is illegal)."""

@@ -28,25 +28,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 
 import numpy as np
 from tqdm import tqdm
 
 from agents.batch import BatchAgent
 from agents.registry import absolute_spec, has_batch_form
-from odin_env.batched import BatchedGames, announce_compilation
+from odin_env.batched import announce_compilation
 from odin_env.observation import observation_size, observe
 from odin_env.rules import Config, Game
-from odin_env.seeding import GOLDEN, splitmix64
 from odin_lab.evaluation import failures, players
+from odin_lab.evaluation.batched_tournament import batched_parts, play_games_batched
 from odin_lab.evaluation.deals import (
     GameRecord,
+    Job,
     PlayerFailed,
     TournamentInterrupted,
     agent_seed,
     deal_seed,
     rotation_order,
+    seat_name,
 )
 from odin_lab.evaluation.failures import AgentFailed
 from odin_lab.evaluation.limits import MAX_GAMES
@@ -94,18 +95,6 @@ def play_game(
             actions.append(action)
 
 
-@dataclass(frozen=True)
-class _Job:
-    specs: tuple[str, ...]
-    config: Config
-    seed: int
-    rotations: int
-    batch: int = 0
-    """Games played at once; 0 for the single engine."""
-    limit: float = failures.DECISION_LIMIT_S
-    """The decision limit (seconds; 0: none), carried to the workers."""
-
-
 _worker_agents: list = []
 
 
@@ -118,7 +107,7 @@ def _init_worker(specs: Sequence[str], batched: bool = False) -> None:
 
 
 def _play_deal(
-    job: _Job, deal: int, agents: Sequence, watch: Callable[[Game], None] | None = None
+    job: Job, deal: int, agents: Sequence, watch: Callable[[Game], None] | None = None
 ) -> list[GameRecord]:
     seed = deal_seed(job.seed, deal)
     n = job.config.players
@@ -126,7 +115,7 @@ def _play_deal(
     for rotation in range(job.rotations):
         order = rotation_order(n, rotation)
         seat_agents = [agents[i] for i in order]
-        names = [_name(job, agents, i) for i in order]
+        names = [seat_name(job, agents, i) for i in order]
         for seat, agent in enumerate(seat_agents):
             reset = getattr(agent, "reset", None)
             if reset is not None:
@@ -155,147 +144,10 @@ def _play_deal(
     return records
 
 
-def _name(job: _Job, agents: Sequence, index: int) -> str:
-    """What a failure calls agent ``index``: its spec, else its ``name``."""
-    agent = agents[index]
-    return job.specs[index] if job.specs else getattr(agent, "name", type(agent).__name__)
-
-
-_MIN_WIDTH = 64
-"""Fewest slots a batched part uses (when ``batch`` allows): fewer, and the per-step Python
-work outweighs the games' own."""
-
-
-def batched_parts(first: int, games: int, batch: int, parts: int = 16) -> list[range]:
-    """Games ``first .. games - 1`` of a batched tournament cut into the parts that workers
-    play, in order. The first part is small (``_MIN_WIDTH`` games), so that progress shows
-    within seconds even with slow agents; each next one is twice the last, up to ``8 * batch``
-    games (big parts keep the slots busy: a part's last games finish with idle slots) and to
-    about a ``parts``-th of the games (so that the workers finish together). How the games are
-    cut does not change them."""
-    most = min(8 * batch, max(_MIN_WIDTH, -(-(games - first) // parts)))
-    cut, lo, size = [], first, min(_MIN_WIDTH, most)
-    while lo < games:
-        cut.append(range(lo, min(lo + size, games)))
-        lo += size
-        size = min(2 * size, most)
-    return cut
-
-
-def _seat_keys(deal_seed_: int, rotation: int, players: int) -> list[int]:
-    """The random key of each seat's first decision in game ``(deal, rotation)``; decision
-    ``t`` of the game is keyed ``key[seat] + t * golden`` (a SplitMix64 stream per seat)."""
-    return [splitmix64(deal_seed_ ^ splitmix64(rotation << 8 | seat)) for seat in range(players)]
-
-
-def _play_games_batched(job: _Job, games: range, agents: Sequence) -> list[GameRecord]:
-    """Games ``games`` (game ``g`` is deal ``g // rotations``, rotation ``g % rotations``) in
-    one :class:`BatchedGames` of up to ``job.batch`` slots, each slot given the next game of
-    the list when its game ends; returns their records in list order."""
-    n, rotations, count = job.config.players, job.rotations, len(games)
-    deal_of = [g // rotations for g in games]
-    rotation_of = [g % rotations for g in games]
-    deal_array, rotation_array = np.array(deal_of), np.array(rotation_of)
-    seeds: dict[int, int] = {d: deal_seed(job.seed, d) for d in dict.fromkeys(deal_of)}
-    # Each distinct agent object is asked once per step; ``table[a]`` is agent a's object.
-    distinct = list({id(agent): agent for agent in agents}.values())
-    table = np.array([[d is a for d in distinct].index(True) for a in agents], dtype=np.int64)
-    names = [_name(job, agents, [a is d for a in agents].index(True)) for d in distinct]
-    # When the list runs out, slots go idle while the longest games finish: with fewer slots
-    # than games / 8, each slot plays 8 games or more and the idle tail stays short.
-    width = min(job.batch, max(_MIN_WIDTH, -(-count // 8)), count)
-    engine = BatchedGames(job.config, width, seed=[seeds[deal_of[j]] for j in range(width)])
-    game_of = np.arange(width)  # the index in ``games`` of each slot's game, -1 when idle
-    rotation = np.array(rotation_of[:width], dtype=np.int64)
-    keys = np.array(
-        [_seat_keys(seeds[deal_of[j]], rotation_of[j], n) for j in range(width)], dtype=np.uint64
-    )
-    decisions = np.zeros(width, dtype=np.uint64)
-    # Each slot's game's actions so far. The engine applies forced decisions itself
-    # (auto_forced, as ``Game.play_forced`` does: ``odin_env.batched.compare_with_rules``), so
-    # every action given to ``step`` is a decision that was not forced.
-    moves = np.zeros((width, 256), dtype=np.int16)
-    moved = np.zeros(width, dtype=np.int64)
-    hands: list[list[tuple[int, ...]]] = [[] for _ in range(width)]
-    first_leader = [0] * count
-    first_leader[:width] = engine.hand_leaders.tolist()
-    records: list[GameRecord | None] = [None] * count
-    following, live, slots = width, width, np.arange(width)
-    golden = np.uint64(GOLDEN)
-    while live:
-        seat = engine.seat
-        # Row i's agent: the one that game i's rotation seats where its turn is.
-        who = table[(seat - rotation) % n]
-        row_keys = keys[slots, seat] + decisions * golden
-
-        j = np.maximum(game_of, 0)  # each slot's game (idle slots' rows are not asked)
-        games = (seat, deal_array[j], rotation_array[j])
-        if live == width:
-            actions = failures.act_batched(
-                distinct, names, engine.obs, engine.mask, who, row_keys, job.limit, games
-            )
-        else:  # the list has run out: idle slots play any legal action, unseen
-            actions = engine.first_legal
-            rows = np.flatnonzero(game_of >= 0)
-            actions[rows] = failures.act_batched(
-                distinct,
-                names,
-                engine.obs[rows],
-                engine.mask[rows],
-                who[rows],
-                row_keys[rows],
-                job.limit,
-                tuple(column[rows] for column in games),
-            )
-        playing = np.flatnonzero(game_of >= 0)
-        if moved.max() >= moves.shape[1]:
-            moves = np.concatenate([moves, np.zeros_like(moves)], axis=1)
-        moves[playing, moved[playing]] = actions[playing]
-        moved[playing] += 1
-        engine.step(actions)
-        decisions += np.uint64(1)
-        for i in np.flatnonzero(engine.hand_end & (game_of >= 0)).tolist():
-            hands[i].append(tuple(engine.penalties[i].tolist()))
-        restart: list[int] = []
-        for i in np.flatnonzero(engine.done).tolist():
-            j = int(game_of[i])
-            if j < 0:
-                continue
-            deal, turn = deal_of[j], rotation_of[j]
-            records[j] = GameRecord(
-                deal=deal,
-                rotation=turn,
-                seed=seeds[deal],
-                agents=rotation_order(n, turn),
-                first_leader=first_leader[j],
-                hands=tuple(hands[i]),
-                totals=tuple(engine.final_totals[i].tolist()),
-                winners=tuple(np.flatnonzero(engine.winners[i]).tolist()),
-                actions=tuple(moves[i, : moved[i]].tolist()),
-            )
-            hands[i] = []
-            moved[i] = 0
-            if following < count:
-                game_of[i] = following
-                rotation[i] = rotation_of[following]
-                keys[i] = _seat_keys(seeds[deal_of[following]], rotation_of[following], n)
-                decisions[i] = 0
-                restart.append(i)
-                following += 1
-            else:
-                game_of[i] = -1
-                live -= 1
-        if restart:
-            engine.restart(restart, [seeds[deal_of[game_of[i]]] for i in restart])
-            for i, leader in zip(restart, engine.hand_leaders[restart].tolist()):
-                first_leader[game_of[i]] = leader
-    return records  # type: ignore[return-value]
-
-
-def _work(args: tuple[_Job, range]) -> list[GameRecord]:
+def _work(args: tuple[Job, range]) -> list[GameRecord]:
     job, part = args
     if job.batch:
-        return _play_games_batched(job, part, _worker_agents)
+        return play_games_batched(job, part, _worker_agents)
     out: list[GameRecord] = []
     for deal in part:
         try:
@@ -349,10 +201,10 @@ def play_deals(
     batchable = [isinstance(a, BatchAgent) for a in agents]
     batched = watch is None and players.use_batched(engine, names, batchable, "engine")
     rotations = config.players if rotate else 1
-    job = _Job((), config, int(seed), rotations, int(batch) if batched else 0, _limit())
+    job = Job((), config, int(seed), rotations, int(batch) if batched else 0, _limit())
     if batched:
         games = range(deals.start * rotations, deals.stop * rotations)
-        return _play_games_batched(job, games, agents)
+        return play_games_batched(job, games, agents)
     return [record for deal in deals for record in _play_deal(job, deal, agents, watch)]
 
 
@@ -411,7 +263,7 @@ def play_tournament(
     # Workers rebuild the agents from the specs, maybe in another folder (Ray): a file agent's
     # relative path is made absolute here, where it was given.
     specs = tuple(absolute_spec(spec) for spec in specs)
-    job = _Job(specs, config, int(seed), rotations, int(batch) if batched else 0, _limit())
+    job = Job(specs, config, int(seed), rotations, int(batch) if batched else 0, _limit())
     if batched:
         # Game g is deal g // rotations, rotation g % rotations.
         chunks = batched_parts(start * rotations, deals * rotations, job.batch, max(16, spread))
@@ -430,19 +282,23 @@ def play_tournament(
                 if on_deals is not None:
                     on_deals(records)
     except (KeyboardInterrupt, AgentFailed) as stop:
+        if isinstance(stop, AgentFailed):
+            # The failed task's finished games, when they follow on from the games so far (a
+            # batched part may begin or end inside a deal).
+            following = start * rotations + len(records)
+            first = stop.done[:1]
+            if first and (first[0].deal, first[0].rotation) == divmod(following, rotations):
+                records = records + stop.done
         done = len(records) // rotations  # whole deals only: every rotation of each
         kept = records[: done * rotations]
         if isinstance(stop, AgentFailed):
-            following = stop.done and stop.done[0].deal == start + done  # its task's, in order
-            kept = kept + stop.done if following else kept
-            done = len(kept) // rotations
             raise PlayerFailed(kept, start + done, stop) from None
         raise TournamentInterrupted(kept, start + done) from None
     return records
 
 
 def _parts(
-    job: _Job, chunks: list[range], workers: int, ray: str | None, bar: tqdm
+    job: Job, chunks: list[range], workers: int, ray: str | None, bar: tqdm
 ) -> Iterator[list[GameRecord]]:
     """The chunks' games in chunk order, from local processes or Ray tasks; ``bar`` counts the
     games as they arrive."""
@@ -457,14 +313,19 @@ def _parts(
         bar.update(len(part))
 
     tasks = [(job, part) for part in chunks]
-    yield from map_ordered(_work_anywhere, tasks, on_result=count, window=2 * workers + 2)
+    try:
+        yield from map_ordered(_work_anywhere, tasks, on_result=count, window=2 * workers + 2)
+    except AgentFailed as failure:
+        # Ray raises its own wrapper of the worker's error (an AgentFailed too, whose str() is
+        # Ray's traceback): the worker's own line, details and finished games instead.
+        raise AgentFailed(failure.line, failure.details, failure.done) from None
 
 
 _worker_built: tuple | None = None
 """What this process's ``_worker_agents`` were built for (a Ray worker serves many jobs)."""
 
 
-def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
+def _work_anywhere(args: tuple[Job, range]) -> list[GameRecord]:
     """:func:`_work` in any process: the agents are built on the first chunk of a job (a Ray
     worker has no pool initializer) and kept for the next chunks."""
     global _worker_built
@@ -476,7 +337,7 @@ def _work_anywhere(args: tuple[_Job, range]) -> list[GameRecord]:
     return _work(args)
 
 
-def _map(job: _Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
+def _map(job: Job, chunks: list[range], workers: int) -> Iterator[list[GameRecord]]:
     init = (job.specs, job.batch > 0)
     _init_worker(*init)
     if workers == 1 or len(chunks) == 1:

@@ -53,6 +53,7 @@ from odin_env.batched import BatchedGames
 from odin_env.full_state import HIDDEN_SIZE, hidden
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import NUM_ACTIONS
+from odin_lab.evaluation.failures import opponent_actions
 from odin_lab.training.pool import LEARNER, OpponentPool
 
 DEFAULT_BATCH = 256
@@ -253,7 +254,7 @@ class SelfPlayCollector:
             groups.setdefault(id(agent), (agent, []))[1].append(row)
         for agent, members in groups.values():
             picked = np.asarray(members)
-            out[picked] = agent.act_batch(games.obs[picked], games.mask[picked])
+            out[picked] = opponent_actions(agent, games.obs[picked], games.mask[picked])
 
     def collect(self, n_decisions: int) -> Rollout:
         """Play engine steps until the learner took at least ``n_decisions`` decisions (with

@@ -28,6 +28,7 @@ from odin_env.batched import BatchedGames
 from odin_env.observation import OBS_SIZE
 from odin_env.rules import Config
 from odin_env.seeding import spawn_seed
+from odin_lab.evaluation.failures import opponent_actions
 from odin_lab.training.collector import FinishedEpisode
 from odin_lab.training.config import TrainConfig
 from odin_lab.training.learner import GAMES_STREAM, POOL_STREAM
@@ -167,7 +168,7 @@ class DMCCollector:
             groups.setdefault(id(agent), (agent, []))[1].append(row)
         for agent, members in groups.values():
             picked = np.asarray(members)
-            out[picked] = agent.act_batch(self.games.obs[picked], self.games.mask[picked])
+            out[picked] = opponent_actions(agent, self.games.obs[picked], self.games.mask[picked])
 
     def _settle(self, game: int) -> None:
         """The returns of ``game``'s open decision chains are known: every seat's decisions

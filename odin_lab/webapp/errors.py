@@ -9,8 +9,9 @@ _REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 2, 40, 40, 40
 
 
 class RequestError(Exception):
-    """A request the server refuses; nothing was changed. ``status`` is the HTTP status (4xx)
-    and the message one line naming the problem and what is allowed."""
+    """A request the server refuses; nothing was changed. ``status`` is the HTTP status (4xx;
+    500: an outside agent of the game failed) and the message one line naming the problem and
+    what is allowed."""
 
     def __init__(self, status: int, message: str):
         super().__init__(message)

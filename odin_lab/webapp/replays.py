@@ -47,7 +47,7 @@ from odin_env.files import read_head
 from odin_lab.evaluation.limits import read_bounded, size_text
 from odin_lab.evaluation.records import RECORDS_FORMAT, RecordsFile, iter_steps, parse_records
 from odin_lab.webapp.errors import RequestError
-from odin_lab.webapp.footprint import footprint, parse_bound, trimmed
+from odin_lab.webapp.footprint import footprint, trimmed
 from odin_lab.webapp.views import Moment, describe, seat_view
 
 MAX_FILES = 2000
@@ -67,8 +67,9 @@ MAX_REPLAY_BYTES = 32 * 2**20
 REPLAYS_AT_ONCE = 2
 """Replays built at the same time; a request beyond them is answered 503 at once."""
 MAX_PARSE_BYTES = 20 * MAX_FILE_BYTES
-"""The most memory parsing one records file may take, by :func:`~odin_lab.webapp.footprint.
-parse_bound`: a tournament's file bounds at 11-15 times its size (it takes 6-8), a file of
+"""The most memory parsing one records file may take, by :func:`odin_env.files.
+json_parse_bound` (through :func:`odin_lab.evaluation.limits.parse_json`, with the readers' own
+bound): a tournament's file bounds at 11-15 times its size (it takes 6-8), a file of
 empty objects at about 90 (it takes 25)."""
 CACHE_BYTES = 64 * 2**20
 """Loaded files (counted by the memory their records take) and replay answers (by their bytes)
@@ -355,14 +356,7 @@ def _parse(path: Path) -> tuple[RecordsFile | str, int]:
     from its text, before any of it is parsed."""
     try:
         raw = read_bounded(path, MAX_FILE_BYTES, follow=False)
-        bound = parse_bound(raw)
-        if bound > MAX_PARSE_BYTES:
-            raise ValueError(
-                f"{path.name}: too many objects, lists and items to load (up to "
-                f"{bound / 2**20:,.0f} MiB in memory, over the limit of "
-                f"{size_text(MAX_PARSE_BYTES)})"
-            )
-        loaded = trimmed(parse_records(raw, path.name))
+        loaded = trimmed(parse_records(raw, path.name, MAX_PARSE_BYTES))
     except ValueError as error:
         reason = str(error).replace(str(path), path.name)
         if "over the limit" in reason:

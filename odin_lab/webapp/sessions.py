@@ -41,6 +41,7 @@ from pathlib import Path
 from agents.registry import GOAT_AGENTS, agent_names, check_plays
 from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, PHASE_NAMES, Config, Game, check_action
 from odin_lab.evaluation.coach import DEFAULT_MS, MAX_MS, MIN_MS
+from odin_lab.evaluation.failures import AgentFailed
 from odin_lab.evaluation.limits import MAX_LIVE_GAMES
 from odin_lab.evaluation.table import HUMAN as HUMAN_SPEC
 from odin_lab.evaluation.table import Table
@@ -135,10 +136,17 @@ class PlaySession:
 
     def advance(self) -> list[dict]:
         """Play forced decisions and agents' decisions until the person has a real choice or
-        the game is over; return the events, in order."""
+        the game is over; return the events, in order. An agent that fails (an outside one:
+        :class:`~odin_lab.evaluation.failures.AgentFailed`) is ``RequestError`` 500 naming it
+        and what it did, said in one line of the log too; the game stays as it was before that
+        decision (kept, saved as any unfinished game)."""
         events = []
-        while (chosen := self.table.next_move()) is not None:
-            events.append(self._apply(*chosen))
+        try:
+            while (chosen := self.table.next_move()) is not None:
+                events.append(self._apply(*chosen))
+        except AgentFailed as failure:
+            LOG.warning("game %s: %s", self.id, failure)
+            raise RequestError(500, f"{failure}: the game cannot go on") from None
         return events
 
     def move(self, action: int, turn: int) -> list[dict]:
@@ -304,7 +312,11 @@ class SessionStore:
         503 when the store is full of games that cannot be saved (none is dropped)."""
         chosen = seed is not None
         seed = secrets.randbits(63) if seed is None else seed
-        session = PlaySession.start(secrets.token_urlsafe(18), config, opponents, seed)
+        try:
+            session = PlaySession.start(secrets.token_urlsafe(18), config, opponents, seed)
+        except AgentFailed as failure:  # in its reset
+            LOG.warning("new game: %s", failure)
+            raise RequestError(500, f"{failure}: the game cannot start") from None
         session.seed_chosen = chosen
         with session.lock:
             session.opening = session.advance()
