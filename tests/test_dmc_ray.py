@@ -1,7 +1,8 @@
-"""Deep Monte Carlo's actors on Ray (issue 58), on a local 2-CPU Ray started once for this module:
-two synchronous runs of a seed are the same run and resume; an asynchronous run whose actor
-process is killed mid-run replaces it, says so in its log, and writes a model that plays as
-``dmc:PATH``. The refusals (no Ray, no cluster) are in tests/test_ray.py."""
+"""Deep Monte Carlo's actors on Ray (issue 58), on a local 2-CPU Ray started once for this
+module: two synchronous runs of a seed are the same run; an asynchronous run whose actor process
+is killed mid-run replaces it, says so in its log, and writes a model that plays as ``dmc:PATH``;
+a resume keeps the samples log of its own past; the refusals are one line each before anything
+is written (without Ray installed: tests/test_ray.py, the same check for every algorithm)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ import ray
 from safetensors.numpy import load_file
 
 from odin_env.rules import Config
+from odin_lab.commands import train as train_cli
 from odin_lab.evaluation import distributed
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training import make_config, train
 from odin_lab.training.checkpoints import checkpoint_step
-from odin_lab.training.dmc_actors import EVENTS_LOG, SAMPLES_LOG
+from odin_lab.training.dmc_actors import EVENTS_LOG, SAMPLES_LOG, keep_samples_before
 
 # The same worker as tests/test_ray.py under pytest-xdist: one Ray at a time.
 pytestmark = pytest.mark.xdist_group("ray")
@@ -34,6 +36,28 @@ def cluster():
     distributed.connect("local", 2)
     yield
     ray.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--ray", "127.0.0.1:1"], ["--ray 127.0.0.1:1", "ray start --head"]),
+        (["--ray", "--actors", "0"], ["actors must be an integer 1-1,024; got 0"]),
+        (["--synchronous"], ["synchronous is a setting of Ray actors", "--ray"]),
+        (["--publish-every", "2"], ["publish_every is a setting of Ray actors"]),
+    ],
+    ids=["no-cluster", "actors", "synchronous-alone", "publish-alone"],
+)
+def test_dmc_on_ray_that_cannot_run_is_one_line_and_nothing_written(tmp_path, capsys, flags, words):
+    """In this process, before the module's cluster starts (a connected process keeps its
+    cluster, whatever the address)."""
+    assert not ray.is_initialized()
+    runs = tmp_path / "runs"
+    argv = ["--name", "r", "--total-steps", "10", "--runs-dir", str(runs), *flags]
+    assert train_cli.main(argv) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and all(w in lines[0] for w in words), lines
+    assert not runs.exists()
 
 
 def _config(runs: Path, name: str, total: int, **extra):
@@ -63,7 +87,7 @@ def _rows(run: Path) -> list[dict[str, int]]:
         return [{k: int(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
-def test_synchronous_actors_are_one_run_per_seed_and_resume(cluster, tmp_path):
+def test_synchronous_actors_are_one_run_per_seed(cluster, tmp_path):
     a = load_file(str(train(_config(tmp_path, "a", 700, synchronous=True))))
     b = load_file(str(train(_config(tmp_path, "b", 700, synchronous=True))))
     assert sorted(a) == sorted(b) and any(k.startswith("snapshot/") for k in a)
@@ -73,11 +97,16 @@ def test_synchronous_actors_are_one_run_per_seed_and_resume(cluster, tmp_path):
     assert [(r["update"], r["actor"]) for r in rows] == [(u, k) for u in range(3) for k in (0, 1)]
     assert all(r["version"] == r["update"] and r["decisions"] >= 128 for r in rows)
 
-    resumed = train(_config(tmp_path, "a", 1000, synchronous=True), resume=True)
-    assert checkpoint_step(resumed) >= 1000
-    assert [r["update"] for r in _rows(tmp_path / "a")][-2:] == [3, 3]
-    after = load_file(str(resumed))
-    assert not np.array_equal(after["policy/q.weight"], a["policy/q.weight"])
+
+def test_a_resume_keeps_the_samples_log_of_its_own_past(tmp_path):
+    """A learner killed after update 3's batches, resumed from its checkpoint at update 2: the
+    log goes on from there."""
+    path = tmp_path / SAMPLES_LOG
+    keep_samples_before(path, 0)
+    with path.open("a") as f:
+        f.writelines(f"{u},{k},0,{u},130,4\n" for u in range(4) for k in (0, 1))
+    keep_samples_before(path, 2)
+    assert [(r["update"], r["actor"]) for r in _rows(tmp_path)] == [(0, 0), (0, 1), (1, 0), (1, 1)]
 
 
 def _kill_an_actor(run: Path, killed: list[int], stop: threading.Event) -> None:

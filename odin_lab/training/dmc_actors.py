@@ -30,6 +30,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,20 @@ class DMCActor:
         return True
 
 
+def keep_samples_before(path: Path, updates: int) -> None:
+    """Start (or go on with) the samples log at ``path``: keep its rows of updates before
+    ``updates``, dropping those of a history that a resume abandons (a kill after them, before
+    the next checkpoint)."""
+    rows = []
+    if path.is_file():
+        with path.open(newline="") as f:
+            rows = [r for r in csv.DictReader(f) if int(r["update"]) < updates]
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, SAMPLES_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def merge_finished(parts: list[tuple[int, Finished]], batch: int) -> Finished:
     """The batches of ``(actor, finished)`` as one, in the order given; actor ``k``'s game slot
     ``g`` becomes ``k * batch + g``."""
@@ -152,22 +167,11 @@ class RayActors:
         """Wall seconds waiting for batches, in all."""
         self.decisions = 0
         """Decisions received, in all."""
-        self._keep_logs(updates)
+        keep_samples_before(config.run_dir / SAMPLES_LOG, updates)
 
     def _start(self, k: int) -> Any:
         seed = spawn_seed(self.config.seed, GAMES_STREAM, self.steps, ACTOR, k, self.generation[k])
         return self.remote.remote(self.config, seed, self.steps, self.info)
-
-    def _keep_logs(self, updates: int) -> None:
-        path = self.config.run_dir / SAMPLES_LOG
-        rows = []
-        if path.is_file():
-            with path.open(newline="") as f:
-                rows = [r for r in csv.DictReader(f) if int(r["update"]) < updates]
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, SAMPLES_COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
 
     def publish(
         self, version: int, weights: dict[str, np.ndarray], snapshots: list[Any], bump: int
@@ -303,5 +307,6 @@ __all__ = [
     "SAMPLES_LOG",
     "DMCActor",
     "RayActors",
+    "keep_samples_before",
     "merge_finished",
 ]
