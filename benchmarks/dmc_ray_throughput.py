@@ -9,7 +9,8 @@ per update, 256 games per actor, minibatch 256, one epoch, network 256-256-128, 
   decisions/s;
 - ``ray, N actors``: an asynchronous run of ``--updates`` updates after a warm-up, on a local Ray
   of N CPUs: the learner's steps/s, the decisions/s each actor collected (from what arrived
-  while the learner waited, and the actors' own time per call), and the mean weight lag.
+  while the learner waited, and per CPU second of the actors' calls: the figure that holds on a
+  shared machine), the share of the time the learner waited for them, and the mean weight lag.
 
     python benchmarks/dmc_ray_throughput.py [--actors 1 2] [--updates 4] [--device cpu]
                                             [--opponent greedy] [--json PATH]
@@ -64,6 +65,8 @@ def one_process(config, repeats: int) -> dict[str, float]:
         "update_wall_s": best_update[0],
         "update_cpu_s": best_update[1],
         "learner_samples_per_s": best_update[2] / best_update[0],
+        "learner_samples_per_cpu_s": best_update[2] / best_update[1],
+        "collect_decisions_per_cpu_s": best_collect[2] / best_collect[1],
     }
 
 
@@ -80,6 +83,7 @@ def on_ray(config, actors: int, updates: int) -> dict[str, float]:
         learner.train_step()  # warm-up: the actors start and compile
         remote = learner.remote
         steps, waited, received = learner.steps, remote.seconds, remote.decisions
+        cpu = remote.actor_cpu
         lags = []
         began = time.perf_counter()
         for _ in range(updates):
@@ -88,8 +92,9 @@ def on_ray(config, actors: int, updates: int) -> dict[str, float]:
         return {
             "actors": actors,
             "learner_steps_per_s": (learner.steps - steps) / wall,
-            "waiting": (remote.seconds - waited) / wall,
+            "waiting_share": (remote.seconds - waited) / wall,
             "decisions_per_s_per_actor": (remote.decisions - received) / wall / actors,
+            "decisions_per_actor_cpu_s": (remote.decisions - received) / (remote.actor_cpu - cpu),
             "weights_lag": float(np.mean(lags)),
         }
     finally:
@@ -123,13 +128,14 @@ def main() -> None:
         )
         local = one_process(config, repeats=2)
         print(
-            f"learner         : {local['learner_samples_per_s']:8,.0f} samples/s (an update of "
+            f"learner         : {local['learner_samples_per_s']:8,.0f} samples/s, "
+            f"{local['learner_samples_per_cpu_s']:,.0f} per CPU second (an update of "
             f"{local['decisions']:,} decisions: {local['update_wall_s']:.3f} s, "
             f"{local['update_cpu_s']:.3f} s CPU)"
         )
         print(
-            f"one process     : {local['collect_decisions_per_s']:8,.0f} decisions/s collected "
-            f"({local['collect_cpu_s']:.3f} s CPU per update's decisions)"
+            f"one process     : {local['collect_decisions_per_s']:8,.0f} decisions/s collected, "
+            f"{local['collect_decisions_per_cpu_s']:,.0f} per CPU second"
         )
         settings = [{"setting": "one process", **local}]
         connect("local", max(args.actors))
@@ -137,8 +143,9 @@ def main() -> None:
             got = on_ray(config, n, args.updates)
             print(
                 f"ray, {n:2d} actors  : {got['learner_steps_per_s']:8,.0f} learner steps/s, "
-                f"{got['decisions_per_s_per_actor']:,.0f} decisions/s per actor, learner waiting "
-                f"{got['waiting']:.0%}, weights {got['weights_lag']:.1f} updates old"
+                f"{got['decisions_per_s_per_actor']:,.0f} decisions/s per actor "
+                f"({got['decisions_per_actor_cpu_s']:,.0f} per actor CPU second), learner waiting "
+                f"{got['waiting_share']:.0%}, weights {got['weights_lag']:.1f} updates old"
             )
             settings.append({"setting": f"ray, {n} actors", **got})
         print(f"load average {os.getloadavg()[0]:.2f} at the end")

@@ -14,6 +14,10 @@ default: a game's later hands are new deals the decision does not choose) or of 
 (``horizon`` episode, DouZero's return), credited as PPO's collector credits rewards. No
 bootstrapping and no critic: the target is the outcome, as in DouZero. The settings that did not
 pay (``horizon`` win, ``game_loss``, ``acting_symmetries``) are on docs/findings/dmc-settings.md.
+
+With ``ray`` the actors are Ray actors (:mod:`odin_lab.training.dmc_actors`): the learner trains
+on their batches as they arrive (or, ``synchronous``, on each actor's share in turn), on
+``device``, and publishes its weights as numpy arrays every ``publish_every`` updates.
 """
 
 from __future__ import annotations

@@ -79,10 +79,14 @@ class DMCActor:
     def _greedy(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self.player.act_batch(obs, mask)
 
-    def collect(self, published: tuple, decisions: int, epsilon: float) -> tuple[Finished, int]:
+    def collect(
+        self, published: tuple, decisions: int, epsilon: float
+    ) -> tuple[Finished, int, float]:
         """Load ``published`` (:meth:`RayActors.publish`'s) where it is newer, then play until at
-        least ``decisions`` learner decisions are finished; return them and the weights'
-        version they were collected with. The table sizes take one call each in turn."""
+        least ``decisions`` learner decisions are finished; return them, the weights' version
+        they were collected with and the call's CPU seconds. The table sizes take one call each
+        in turn."""
+        began = time.process_time()
         version, weights, snapshot_version, snapshots = published
         if version != self.version:
             self.player, self.version = DMCAgent(weights, self.info), version
@@ -94,7 +98,7 @@ class DMCActor:
             self.snapshot_version = snapshot_version
         collector = self.tables.turn(self.calls)
         self.calls += 1
-        return collector.collect(decisions, epsilon), version
+        return collector.collect(decisions, epsilon), version, time.process_time() - began
 
     def ready(self) -> bool:
         """Whether the actor is up (an empty call)."""
@@ -117,9 +121,8 @@ def keep_samples_before(path: Path, updates: int) -> None:
 
 def merge_finished(parts: list[tuple[int, Finished]], batch: int) -> Finished:
     """The batches of ``(actor, finished)`` as one, in the order given; actor ``k``'s game slot
-    ``g`` becomes ``k * batch + g``."""
-    if len(parts) == 1:
-        return parts[0][1]
+    ``g`` becomes ``k * batch + g``. The arrays are new (Ray's are read-only views of its
+    object store), also for one batch."""
     arrays = {}
     for name in ("obs", "actions", "returns", "game", "seat", "episode", "hand"):
         arrays[name] = np.concatenate(
@@ -167,6 +170,8 @@ class RayActors:
         """Wall seconds waiting for batches, in all."""
         self.decisions = 0
         """Decisions received, in all."""
+        self.actor_cpu = 0.0
+        """The actors' CPU seconds for them."""
         keep_samples_before(config.run_dir / SAMPLES_LOG, updates)
 
     def _start(self, k: int) -> Any:
@@ -223,7 +228,7 @@ class RayActors:
         if generation != self.generation[k]:
             return  # a call of an actor already replaced
         try:
-            finished, version = ray.get(call)
+            finished, version, cpu = ray.get(call)
         except ray.exceptions.RayActorError as error:
             self._replace(k, error, update)
             if not self.synchronous:
@@ -237,6 +242,7 @@ class RayActors:
             ) from None
         self.losses[k] = 0
         self.decisions += len(finished)
+        self.actor_cpu += cpu
         self.arrived.append((k, version, finished))
         if not self.synchronous:
             self._queue(k, epsilon)
