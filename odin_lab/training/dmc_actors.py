@@ -161,7 +161,7 @@ class RayActors:
         self.losses = [0] * config.actors
         self.actors = [self._start(k) for k in range(config.actors)]
         self.queued: dict[Any, tuple[int, int]] = {}  # call -> (actor, generation)
-        self.arrived: list[tuple[int, int, Finished]] = []  # (actor, version, batch)
+        self.arrived: list[tuple[int, int, int, Finished]] = []  # actor, generation, version
         self.published: Any = None
         self.snapshots: Any = None
         self.bump = -1
@@ -243,7 +243,7 @@ class RayActors:
         self.losses[k] = 0
         self.decisions += len(finished)
         self.actor_cpu += cpu
-        self.arrived.append((k, version, finished))
+        self.arrived.append((k, generation, version, finished))
         if not self.synchronous:
             self._queue(k, epsilon)
 
@@ -263,7 +263,7 @@ class RayActors:
                     self._queue(k, epsilon)
         while True:
             if self.synchronous:
-                done = {k for k, _, _ in self.arrived}
+                done = {k for k, *_ in self.arrived}
                 missing = [k for k in range(len(self.actors)) if k not in done]
                 if not missing:
                     break
@@ -273,7 +273,7 @@ class RayActors:
                 call = next(c for c, w in self.queued.items() if w[0] == missing[0])
                 self._take(call, update, epsilon)
                 continue
-            if sum(len(f) for _, _, f in self.arrived) >= target:
+            if sum(len(a[-1]) for a in self.arrived) >= target:
                 break
             ready, _ = ray.wait(list(self.queued), num_returns=1)
             self._take(ready[0], update, epsilon)
@@ -281,14 +281,14 @@ class RayActors:
         self.arrived = []
         self.seconds += time.perf_counter() - began
         self._log(update, parts)
-        batch = merge_finished([(k, f) for k, _, f in parts], self.config.selfplay_batch)
-        return batch, [(k, v) for k, v, _ in parts]
+        batch = merge_finished([(k, f) for k, _, _, f in parts], self.config.selfplay_batch)
+        return batch, [(k, v) for k, _, v, _ in parts]
 
-    def _log(self, update: int, parts: list[tuple[int, int, Finished]]) -> None:
+    def _log(self, update: int, parts: list[tuple[int, int, int, Finished]]) -> None:
         with (self.config.run_dir / SAMPLES_LOG).open("a", newline="") as f:
             writer = csv.writer(f)
-            for k, version, finished in parts:
-                row = (update, k, self.generation[k], version, len(finished))
+            for k, generation, version, finished in parts:
+                row = (update, k, generation, version, len(finished))
                 writer.writerow((*row, len(finished.episodes)))
 
     def close(self) -> None:
