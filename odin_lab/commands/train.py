@@ -9,6 +9,7 @@
     python train.py --import-sb3-zip old.zip --name old   # trusted files only: it unpickles
     python train.py --name self1 --opponents learner --total-steps 5000000
     python train.py --algo ppo --name big --ray HOST:6379 --actors 15   # PPO's rollouts on Ray
+    python train.py --name dmc-big --ray HOST:6379 --actors 60 --device cuda   # DMC's actors
     tensorboard --logdir runs
 
 Every flag is a field of ``odin_env.rules.Config`` (the game), ``odin_lab.training.TrainConfig``

@@ -85,7 +85,8 @@ class TrainConfig:
     ``ray://HOST:PORT``) or ``local`` (the flag alone), a Ray started for the run; may change on
     resume. None: in this process."""
     actors: int = setting(1, 1, 1024)
-    """Ray actors collecting rollouts, each on its own ``selfplay_batch`` games (with ``ray``)."""
+    """Ray actors collecting experience, each on its own ``selfplay_batch`` games (with ``ray``;
+    PPO's synchronously, DMC's asynchronously: docs/ray.md)."""
     workers: int = setting(1, 1, 1024)
     """Processes that run the learner's searches in parallel, where its algorithm has them
     (``exit``: each batch's searches); the run is the same for any count, which may change on

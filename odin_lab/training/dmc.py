@@ -14,6 +14,10 @@ default: a game's later hands are new deals the decision does not choose) or of 
 (``horizon`` episode, DouZero's return), credited as PPO's collector credits rewards. No
 bootstrapping and no critic: the target is the outcome, as in DouZero. The settings that did not
 pay (``horizon`` win, ``game_loss``, ``acting_symmetries``) are on docs/findings/dmc-settings.md.
+
+With ``ray`` the actors are Ray actors (:mod:`odin_lab.training.dmc_actors`): the learner trains
+on their batches as they arrive (or, ``synchronous``, on each actor's share in turn), on
+``device``, and publishes its weights as numpy arrays every ``publish_every`` updates.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import torch as th
 from odin_env.seeding import spawn_seed
 from odin_env.symmetry import colour_relabellings, colours_in_play
 from odin_lab.training.config import MAX_STEPS, TrainConfig
+from odin_lab.training.dmc_actors import RayActors
 from odin_lab.training.dmc_collector import HORIZONS, Finished, TableActors, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
@@ -80,6 +85,14 @@ class DMCConfig(QSettings):
     (:mod:`odin_env.symmetry`: the observation and the action relabelled alike, the target
     unchanged), so the network learns the symmetry that its player, reading a position under
     several labellings (a model's ``symmetries``), averages over. The actors play unrelabelled."""
+    publish_every: int = setting(1, 1, 10_000)
+    """With ``ray``: updates between the weights the learner publishes to its actors (each
+    publication is one copy into Ray's object store; the actors load it on their next call)."""
+    synchronous: bool = False
+    """With ``ray``: every update waits for each actor's share, collected with the latest
+    weights, and trains on them in actor order: reproducible for a seed and ``actors``, where
+    the default (asynchronous: the actors play on while the learner trains) is not
+    (docs/ray.md)."""
 
     RETIRED: ClassVar[dict[str, Retired]] = {
         "horizon": Retired(FINDINGS, values=("win",)),
@@ -97,11 +110,9 @@ class DMCConfig(QSettings):
                 "horizon hand needs reward penalty (a hand's end pays nothing with reward "
                 f"{run.game.reward!r}); use horizon episode"
             )
-        if run.ray is not None:
-            raise ValueError(
-                f"ray: the dmc learner collects in its own process; leave ray unset (got "
-                f"{run.ray!r})"
-            )
+        if run.ray is None and (self.synchronous or self.publish_every != 1):
+            name = "synchronous" if self.synchronous else "publish_every"
+            raise ValueError(f"{name} is a setting of Ray actors: add --ray [ADDRESS]")
 
     def exploration(self, steps: int) -> float:
         """Epsilon after ``steps`` learner decisions."""
@@ -122,6 +133,10 @@ class DMCLearner:
         self.qnet = QNet(config, self.settings, self.settings.learning_rate, self.settings.horizon)
         self.steps, self.n_updates, self.last_snapshot = 0, 0, 0
         self.actors: TableActors | None = None
+        self.remote: RayActors | None = None
+        self.snapshot_changes = 0
+        """How many times the ``self`` snapshots changed in this process (Ray actors reload
+        them when it moves)."""
 
     def warm_start(self, run_dir: Path, provenance: dict[str, Any]) -> dict[str, float]:
         """DMC has no warm start (``init`` weights are loaded when the learner is built)."""
@@ -134,6 +149,13 @@ class DMCLearner:
             spawn_seed(config.seed, GAMES_STREAM, steps, RELABEL)
         )
         settings = self.settings
+        if config.ray is not None:
+            self.remote = RayActors(config, steps, self.n_updates, self.qnet.info)
+            if SELF in config.opponents and not self.qnet.snapshots:
+                self.snapshot()
+            else:
+                self._publish()
+            return
         self.actors = TableActors(
             config,
             settings.other_tables,
@@ -150,12 +172,21 @@ class DMCLearner:
     def train_step(self) -> dict[str, float]:
         settings = self.settings
         epsilon = settings.exploration(self.steps)
-        collector = self.actors.turn(self.n_updates)
-        batch = collector.collect(settings.decisions_per_update, epsilon)
+        if self.remote is not None:
+            batch, sources = self.remote.collect(self.n_updates, epsilon)
+        else:
+            collector = self.actors.turn(self.n_updates)
+            batch = collector.collect(settings.decisions_per_update, epsilon)
         with held_interrupts():
             figures = self._update(batch)
             self.steps += len(batch)
             self.n_updates += 1
+            if self.remote is not None:
+                if self.n_updates % settings.publish_every == 0:
+                    self._publish()
+                lag = [self.n_updates - 1 - version for _, version in sources]
+                figures["ray/weights_lag"] = float(np.mean(lag))
+                figures["ray/actors_replaced"] = float(self.remote.replaced)
         figures.update(episode_summary(batch.episodes))
         figures["train/epsilon"] = epsilon
         figures["train/mean_return"] = float(batch.returns.mean())
@@ -194,6 +225,15 @@ class DMCLearner:
         self.last_snapshot = self.steps
         if self.actors is not None:
             self.actors.set_snapshots(snapshots)
+        if self.remote is not None:
+            self.snapshot_changes += 1
+            self._publish()
+
+    def _publish(self) -> None:
+        """The current weights (version: the update count) and snapshots to the Ray actors."""
+        self.remote.publish(
+            self.n_updates, self.qnet.state(), self.qnet.snapshots, self.snapshot_changes
+        )
 
     def write_player(self, path: Path, provenance: dict[str, Any]) -> Path:
         return self.qnet.write(path, provenance)
@@ -211,6 +251,9 @@ class DMCLearner:
 
     def close(self) -> None:
         self.actors = None
+        if self.remote is not None:
+            self.remote.close()
+            self.remote = None
 
 
 __all__ = ["FINDINGS", "RELABEL", "DMCConfig", "DMCLearner"]
