@@ -118,3 +118,24 @@ def test_the_web_app_answers_500_naming_the_agent_and_goes_on(folder, caplog, mo
     assert client.get("/api/agents").status_code == 200  # the server goes on
     fine = client.post("/api/games", json={**body, "opponents": ["greedy"]})
     assert fine.status_code == 200, fine.text
+
+
+def test_a_failing_evaluation_opponent_stops_training_in_one_line_and_the_run_resumes(
+    folder, capsys, monkeypatch
+):
+    """An outside agent that raises in training's evaluation games: one line naming it (not a
+    silent exit 130, the code of a Ctrl-C), exit 2, and the checkpoint kept for --resume."""
+    from odin_lab.commands import train
+
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    tiny = ["--runs-dir", str(folder / "runs"), "--name", "f", "--algo", "dmc", "--opponents",
+            "random", "--selfplay-batch", "8", "--decisions-per-update", "64", "--batch-size",
+            "16", "--net", "16", "--eval-deals", "1", "--threshold", "5", "--total-steps",
+            "200", "--eval-every", "64"]  # fmt: skip
+    assert train.main([*tiny, "--eval-opponents", "bad.py:Agent"]) == 2
+    lines = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    said = [line for line in lines if line.strip() and "%|" not in line]  # no progress bar
+    assert len(said) == 1 and "bad.py:Agent' in seat" in said[0], said
+    assert SAYS["raise"] in said[0] and "--resume" in said[0], said
+    assert (folder / "runs" / "f" / "checkpoint.safetensors").exists()

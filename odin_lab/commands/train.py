@@ -32,6 +32,7 @@ from pathlib import Path
 from agents.dmc import MAX_SYMMETRIES
 from odin_env.rules import Config
 from odin_lab import cli
+from odin_lab.evaluation.deals import PlayerFailed
 from odin_lab.evaluation.results import stop_once
 from odin_lab.evaluation.trust import TRUST_FLAG
 from odin_lab.training import (
@@ -263,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         return cli.fail(
             PROG, f"cannot write ({error.strerror or error}: {error.filename or ''}); the run's "
             "files are as they were at the last checkpoint"
+        )  # fmt: skip
+    except PlayerFailed as stopped:  # an evaluation opponent failed: stopped as by Ctrl-C
+        return cli.fail(
+            PROG, f"{stopped.failure}; the run is saved at its last checkpoint: fix the agent "
+            "and add --resume"
         )  # fmt: skip
     except KeyboardInterrupt:
         return 130
