@@ -415,8 +415,9 @@ def test_labels_on_ray_are_the_local_ones_and_a_run_resumes_from_their_cache(
     cluster, tmp_path, monkeypatch
 ):
     """The searches of ten decisions as Ray tasks (two decisions a task) are those of one
-    process; with a cache of four decisions a file, each file is written as soon as its last
-    search arrives, and a run that lost a file searches only that file's decisions again."""
+    process; with a cache of four decisions a file, the tasks of every file go out in one
+    stream, each file is written as soon as its last search arrives, and a run that lost a file
+    searches only that file's decisions again."""
     from odin_lab.training import labels, searches
 
     specs = ["greedy", "random", "shaper"]
@@ -424,13 +425,15 @@ def test_labels_on_ray_are_the_local_ones_and_a_run_resumes_from_their_cache(
     local = labels.relabel(decisions, "greedy", 8, seed=5, workers=1)
     monkeypatch.setattr(labels, "PART", 2)
     monkeypatch.setattr(labels, "CACHE_PART", 4)
-    searched, files_seen = [], []
+    searched, files_seen, maps = [], [], []
 
     class Watched(searches.Searches):
-        """Notes the rows sent to be searched, and the cache's files as each result arrives."""
+        """Notes each map (where, how many tasks), the rows sent to be searched, and the cache's
+        files as each result arrives."""
 
         def map(self, fn, tasks):
             tasks = list(tasks)
+            maps.append((self.ray, len(tasks)))
             searched.extend(row for _, _, rows in tasks for row in rows)
             for scores in super().map(fn, tasks):
                 files_seen.append(sorted(p.name for p in tmp_path.iterdir()))
@@ -439,6 +442,7 @@ def test_labels_on_ray_are_the_local_ones_and_a_run_resumes_from_their_cache(
     monkeypatch.setattr(labels, "Searches", Watched)
     on_ray = labels.relabel(decisions, "greedy", 8, seed=5, workers=2, cache=tmp_path, ray="local")
     assert _same_scores(on_ray, local) and len(searched) == 10
+    assert maps == [("local", 5)]  # on Ray, every file's tasks in one stream
     # Results 0-1 fill the first file: it is there when result 2 arrives, the second is not.
     assert files_seen[2] == ["part-000000.npz"]
     assert sorted(p.name for p in tmp_path.iterdir())[-1] == "part-000002.npz"
@@ -446,7 +450,7 @@ def test_labels_on_ray_are_the_local_ones_and_a_run_resumes_from_their_cache(
     (tmp_path / "part-000001.npz").unlink()  # as if the run had stopped within it
     searched.clear()
     again = labels.relabel(decisions, "greedy", 8, seed=5, workers=2, cache=tmp_path, ray="local")
-    assert _same_scores(again, local)
+    assert _same_scores(again, local) and maps[-1] == ("local", 2)
     assert [obs.tobytes() for obs, _, _ in searched] == [o.tobytes() for o, _, _ in decisions[4:8]]
 
 
