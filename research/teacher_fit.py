@@ -31,7 +31,8 @@ the fitted student as a model file, to be played (``dmc:PATH``).
     python research/teacher_fit.py --games dmc:agents/models/dmc_one.safetensors planner \\
         planner planner --decisions 20000 --held-out 3000 --seed 933 --workers 2
 
-The same seed gives the same figures for any ``--workers``. ``--labels DIR`` keeps the searches
+The same seed gives the same figures for any ``--workers``, and on Ray: ``--ray [ADDRESS]`` runs the
+searches as Ray tasks across a cluster (docs/ray.md). ``--labels DIR`` keeps the searches
 (the labels, the held-out decisions' own and fresh ones) in ``DIR``, a file of
 ``labels.CACHE_PART`` decisions at a time: a stopped run loses at most a file of them, and
 a later run of the same games, seed and search reuses them, also with more ``--decisions`` (it
@@ -52,6 +53,7 @@ from agents.dmc import BUNDLED_DMC_ONE, DMCAgent, play_symmetries, read_dmc_mode
 from agents.search import ROLLOUTS, TOP
 from odin_env.seeding import spawn_seed
 from odin_lab.cli import shell_command
+from odin_lab.evaluation.distributed import LOCAL, connect
 from odin_lab.files import write_atomic, write_model
 from odin_lab.training.labels import (
     CacheError,
@@ -188,6 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=128, help="decisions a minibatch")
     parser.add_argument("--seed", type=int, default=933)
     parser.add_argument("--workers", type=int, default=1, help="processes for the searches")
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        metavar="ADDRESS",
+        help="run the searches as Ray tasks (the same labels): on the cluster at ADDRESS (auto, "
+        "HOST:PORT or ray://HOST:PORT), or on a local Ray of --workers CPUs when no address is "
+        "given; needs the ray extra",
+    )
     parser.add_argument("--save", type=Path, help="write the fitted student here (a model file)")
     parser.add_argument(
         "--labels",
@@ -208,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
             f"--student must be a network read once (symmetries 1, as dmc_one); "
             f"{args.student} reads {play_symmetries(student[0])} labellings"
         )
+    if args.ray is not None:
+        try:
+            connect(args.ray, args.workers)  # before any search is made or written
+        except ValueError as error:
+            parser.error(str(error))
     search = {"playout": args.playout, "rollouts": args.rollouts, "top": args.top}
     held_seed = spawn_seed(args.seed, HELD_OUT)
     parts = ("train", "held", "fresh")
@@ -219,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             workers=args.workers,
             cache=cache["train"],
+            ray=args.ray,
             **search,
         )
         held = game_decisions(
@@ -227,10 +244,17 @@ def main(argv: list[str] | None = None) -> int:
             held_seed,
             workers=args.workers,
             cache=cache["held"],
+            ray=args.ray,
             **search,
         )
         fresh = relabel(
-            held, args.playout, args.rollouts, held_seed, args.workers, cache=cache["fresh"]
+            held,
+            args.playout,
+            args.rollouts,
+            held_seed,
+            args.workers,
+            cache=cache["fresh"],
+            ray=args.ray,
         )
     except CacheError as error:  # a cache's unusable file, or one it cannot write
         parser.error(f"--labels: {error}")

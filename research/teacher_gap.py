@@ -36,7 +36,8 @@ one. The teacher is then ``search`` itself:
     python research/teacher_gap.py --games dmc planner planner planner --decisions 3000 \\
         --seed 20261439 --players dmc:agents/models/dmc_one.safetensors dmc --workers 2
 
-The same seed gives the same figures for any ``--workers``.
+The same seed gives the same figures for any ``--workers``, and on Ray: ``--ray [ADDRESS]`` runs
+the searches as Ray tasks across a cluster (docs/ray.md).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from agents.registry import check_spec, make
 from agents.search import ROLLOUTS, TOP
 from odin_env.observation import views
 from odin_lab.cli import shell_command
+from odin_lab.evaluation.distributed import LOCAL, connect
 from odin_lab.files import write_atomic
 from odin_lab.training import TrainingError, read_config
 from odin_lab.training.checkpoints import CHECKPOINT, load_checkpoint
@@ -183,6 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--players", nargs="*", default=[], help="agent specs to score")
     parser.add_argument("--seed", type=int, default=20261435, help="the fresh searches' seed")
     parser.add_argument("--workers", type=int, default=1, help="processes for the searches")
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        metavar="ADDRESS",
+        help="run the searches as Ray tasks (the same labels): on the cluster at ADDRESS (auto, "
+        "HOST:PORT or ray://HOST:PORT), or on a local Ray of --workers CPUs when no address is "
+        "given; needs the ray extra",
+    )
     parser.add_argument("--out", type=Path, default=Path("results/teacher_gap"))
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
@@ -214,10 +225,15 @@ def main(argv: list[str] | None = None) -> int:
             players[spec] = make(spec)
         except (ValueError, OSError) as error:
             parser.error(f"--players {spec}: {str(error).splitlines()[0]}")
+    if args.ray is not None:
+        try:
+            connect(args.ray, args.workers)  # before any search is made
+        except ValueError as error:
+            parser.error(str(error))
     if args.games:
         try:
             decisions = game_decisions(
-                args.games, args.decisions, args.seed, workers=args.workers, **search
+                args.games, args.decisions, args.seed, workers=args.workers, ray=args.ray, **search
             )
         except (ValueError, OSError) as error:  # a player that cannot be built, or plays there
             parser.error(f"--games: {str(error).splitlines()[0]}")
@@ -232,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         picks = choices(decisions, players)
     except ValueError as error:
         parser.error(str(error))
-    fresh = relabel(decisions, search["playout"], search["rollouts"], args.seed, args.workers)
+    fresh = relabel(
+        decisions, search["playout"], search["rollouts"], args.seed, args.workers, ray=args.ray
+    )
     groups = {
         "players": np.array([views(obs)["players"].argmax() + 2 for obs, _, _ in decisions]),
         "kind": np.array([kind(obs, candidates) for obs, candidates, _ in decisions]),

@@ -25,6 +25,7 @@ from odin_lab.commands import evaluate, train
 from odin_lab.evaluation import distributed
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training import TrainConfig, make_config
+from odin_lab.training import train as train_run
 from odin_lab.training.collector import Rollout, gae
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -446,3 +447,100 @@ def test_ray_that_cannot_be_used_is_one_line_and_nothing_written(tmp_path, argv,
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and all(w in lines[0] for w in words), done.stderr
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+# The search's labels on Ray (issue 58): expert iteration's searches and the labels of
+# odin_lab.training.labels as Ray tasks, the same as one process; the cache resumed on Ray.
+
+
+def _same_scores(found, want) -> bool:
+    return len(found) == len(want) and all(
+        np.array_equal(a.actions, b.actions)
+        and np.array_equal(a.win, b.win)
+        and np.array_equal(a.penalty, b.penalty)
+        and a.worlds == b.worlds
+        for a, b in zip(found, want, strict=True)
+    )
+
+
+def test_labels_on_ray_are_the_local_ones_and_a_run_resumes_from_their_cache(
+    cluster, tmp_path, monkeypatch
+):
+    """The searches of ten decisions as Ray tasks (two decisions a task) are those of one
+    process; with a cache of four decisions a file, the tasks of every file go out in one
+    stream, each file is written as soon as its last search arrives, and a run that lost a file
+    searches only that file's decisions again."""
+    from odin_lab.training import labels, searches
+
+    specs = ["greedy", "random", "shaper"]
+    decisions = labels.game_decisions(specs, 10, 7, top=0, playout="greedy", rollouts=4, workers=1)
+    local = labels.relabel(decisions, "greedy", 8, seed=5, workers=1)
+    monkeypatch.setattr(labels, "PART", 2)
+    monkeypatch.setattr(labels, "CACHE_PART", 4)
+    searched, files_seen, maps = [], [], []
+
+    class Watched(searches.Searches):
+        """Notes each map (where, how many tasks), the rows sent to be searched, and the cache's
+        files as each result arrives."""
+
+        def map(self, fn, tasks):
+            tasks = list(tasks)
+            maps.append((self.ray, len(tasks)))
+            searched.extend(row for _, _, rows in tasks for row in rows)
+            for scores in super().map(fn, tasks):
+                files_seen.append(sorted(p.name for p in tmp_path.iterdir()))
+                yield scores
+
+    monkeypatch.setattr(labels, "Searches", Watched)
+    on_ray = labels.relabel(decisions, "greedy", 8, seed=5, workers=2, cache=tmp_path, ray="local")
+    assert _same_scores(on_ray, local) and len(searched) == 10
+    assert maps == [("local", 5)]  # on Ray, every file's tasks in one stream
+    # Results 0-1 fill the first file: it is there when result 2 arrives, the second is not.
+    assert files_seen[2] == ["part-000000.npz"]
+    assert sorted(p.name for p in tmp_path.iterdir())[-1] == "part-000002.npz"
+
+    (tmp_path / "part-000001.npz").unlink()  # as if the run had stopped within it
+    searched.clear()
+    again = labels.relabel(decisions, "greedy", 8, seed=5, workers=2, cache=tmp_path, ray="local")
+    assert _same_scores(again, local) and maps[-1] == ("local", 2)
+    assert [obs.tobytes() for obs, _, _ in searched] == [o.tobytes() for o, _, _ in decisions[4:8]]
+
+
+def test_expert_iteration_searches_on_ray_make_the_run_of_one_process(
+    cluster, tmp_path, monkeypatch
+):
+    """``--algo exit --ray``: each batch's searches as Ray tasks over the cluster's CPUs; the
+    checkpoint (weights, optimizer, replay) is byte for byte that of one process."""
+    from odin_lab.training import searches
+
+    batches = []
+
+    def counted(fn, tasks, window):
+        batches.append(window)
+        return distributed.map_ordered(fn, tasks, window=window)
+
+    monkeypatch.setattr(searches, "map_ordered", counted)
+    settings = dict(
+        opponents=["random", "greedy"],
+        selfplay_batch=4,
+        decisions_per_update=16,
+        rollouts=16,
+        top=2,
+        replay=64,
+        net=[32, 16],
+        batch_size=32,
+        eval_every=0,
+        game=Config(players=3, threshold=5),
+        total_steps=32,
+    )
+    one, on_ray = (
+        _tensors(
+            train_run(make_config("exit", name=name, runs_dir=str(tmp_path), **over, **settings))
+        )
+        for name, over in (("one", {}), ("ray", {"ray": "local"}))
+    )
+    assert sorted(one) == sorted(on_ray) and any(k.startswith("replay/") for k in one)
+    assert all(np.array_equal(one[k], on_ray[k]) for k in one)
+    assert len(batches) >= 2 and set(batches) == {6}  # on Ray: 2 CPUs, 6 tasks in flight
+    with pytest.raises(ValueError, match="leave actors at 1"):
+        make_config("exit", ray="local", actors=2).check()

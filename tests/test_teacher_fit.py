@@ -5,6 +5,7 @@ report on any worker count; bad input in one line."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -231,3 +232,24 @@ def test_bad_input_is_one_line_and_exit_2(args, named, tmp_path, capsys):
     assert stopped.value.code == 2
     assert named in capsys.readouterr().err.strip().splitlines()[-1]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("ray", "named"),
+    [
+        (["--ray"], "--ray needs Ray, an optional extra: install it with pip install -e '.[ray]'"),
+        (["--ray", "127.0.0.1:1"], "--ray 127.0.0.1:1: no Ray cluster answers there"),
+    ],
+    ids=["no-ray", "no-cluster"],
+)
+def test_ray_that_cannot_be_used_is_one_line_before_any_label_is_written(
+    ray, named, tmp_path, capsys, monkeypatch
+):
+    if ray == ["--ray"]:
+        monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    argv = [*SMALL, "--decisions", "4", "--held-out", "2", *ray, "--labels", str(tmp_path / "l")]
+    with pytest.raises(SystemExit) as stopped:
+        teacher_fit.main([*argv, "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not any(tmp_path.iterdir())

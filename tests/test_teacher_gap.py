@@ -135,6 +135,7 @@ def test_the_report_is_the_same_on_any_worker_count(run, tmp_path):
         (["--games", "greedy", "greedy", "--rollouts", "0"], "--rollouts must be 1-100,000"),
         (["--games", "greedy", "greedy", "--top", "-1"], "--top must be >= 0"),
         (["--run", "RUN", "--games", "greedy"], "not allowed with argument --run"),
+        (["--games", "greedy", "greedy", "--ray", "127.0.0.1:1"], "--ray 127.0.0.1:1: no Ray"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(run, args, named, tmp_path, capsys):

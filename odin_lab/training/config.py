@@ -81,9 +81,9 @@ class TrainConfig:
     selfplay_batch: int = setting(256, 1, 65_536)
     """Games in lockstep on the batched engine (per actor with ``ray``)."""
     ray: str | None = None
-    """Collect on Ray actors: the cluster's address (``auto``, ``HOST:PORT``,
-    ``ray://HOST:PORT``) or ``local`` (the flag alone), a Ray started for the run; may change on
-    resume. None: in this process."""
+    """Collect on Ray actors (``exit``: run its searches as Ray tasks): the cluster's address
+    (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``) or ``local`` (the flag alone), a Ray started
+    for the run; may change on resume. None: in this process."""
     actors: int = setting(1, 1, 1024)
     """Ray actors collecting experience, each on its own ``selfplay_batch`` games (with ``ray``;
     PPO's synchronously, DMC's asynchronously: docs/ray.md)."""

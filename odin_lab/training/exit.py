@@ -44,16 +44,16 @@ import torch as th
 from agents.dmc import DMCAgent, read_dmc_model, value_horizon
 from agents.heuristics import HEURISTICS
 from agents.registry import SEARCH_MAX_ROLLOUTS
-from agents.search import score_candidates, top_actions
+from agents.search import top_actions
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS
 from odin_lab.evaluation.provenance import sha256
-from odin_lab.evaluation.workers import Workers
 from odin_lab.training.config import TrainConfig
 from odin_lab.training.dmc_collector import TableActors, check_tables
 from odin_lab.training.learner import GAMES_STREAM, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.qnet import QNet, QSettings
+from odin_lab.training.searches import Searches, search_rows
 from odin_lab.training.selfplay import episode_summary
 from odin_lab.training.settings import (
     MAX_BATCH,
@@ -125,8 +125,16 @@ class ExItConfig(QSettings):
                 f"the search's targets are hand penalties: exit needs reward penalty; got "
                 f"{run.game.reward!r}"
             )
-        if run.ray is not None:
-            raise ValueError(f"ray: the exit learner labels in its own process; got {run.ray!r}")
+        if run.ray is not None and self.teacher:
+            raise ValueError(
+                f"ray runs the searches, and a teacher labels instead: leave ray out with "
+                f"teacher; got ray {run.ray!r}"
+            )
+        if run.ray is not None and run.actors != 1:
+            raise ValueError(
+                f"exit's searches run as Ray tasks on every CPU of the cluster, not on actors: "
+                f"leave actors at 1; got {run.actors}"
+            )
         if self.teacher:
             try:
                 info, _ = read_dmc_model(self.teacher)
@@ -137,16 +145,6 @@ class ExItConfig(QSettings):
                     f"teacher {self.teacher} values horizon {value_horizon(info)!r}; a teacher "
                     "must value penalty for the hand (a DMC model of horizon hand)"
                 )
-
-
-def search_rows(task: tuple) -> list:
-    """The search's scores of each ``(observation, searched, seed)`` of ``task`` (playout
-    policy, rollouts, those rows): a worker's job, and the same in the learner's process."""
-    policy, rollouts, rows = task
-    return [
-        score_candidates(o, searched, rollouts=rollouts, seed=seed, policy=policy)
-        for o, searched, seed in rows
-    ]
 
 
 class ExItLearner:
@@ -161,7 +159,7 @@ class ExItLearner:
         self.qnet = QNet(config, self.settings, self.settings.learning_rate, "hand")
         self.steps, self.n_updates, self.last_snapshot = 0, 0, 0
         self.actors: TableActors | None = None
-        self.workers: Workers | None = None
+        self.searches: Searches | None = None
         # The replay (a checkpoint restores it before start).
         self.kept: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(
             maxlen=max(1, self.settings.replay)
@@ -188,13 +186,13 @@ class ExItLearner:
         self.labels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.seeds = np.random.default_rng(spawn_seed(config.seed, GAMES_STREAM, steps, LABELS))
         self.teacher = DMCAgent.load(self.settings.teacher) if self.settings.teacher else None
-        self.workers = Workers(config.workers) if config.workers > 1 else None
+        self.searches = Searches(config.workers, config.ray)
         self._renew_playout()
 
     def close(self) -> None:
-        if self.workers is not None:
-            self.workers.terminate()  # nothing is pending between batches; at once on Ctrl-C
-            self.workers = None
+        if self.searches is not None:
+            self.searches.close()  # nothing is pending between batches; at once on Ctrl-C
+            self.searches = None
         self.actors = None
 
     def _renew_playout(self) -> None:
@@ -226,12 +224,14 @@ class ExItLearner:
                 mask[k] if values is None else top_actions(values[k], mask[k], self.settings.top)
             )
             rows.append((k, searched, int(self.seeds.integers(2**63))))
-        size = max(1, -(-len(rows) // self.config.workers))  # one part per worker at most
+        # One part per worker or cluster CPU at most: each row has its own seed, so the split
+        # changes nothing.
+        size = max(1, -(-len(rows) // self.searches.parts))
         tasks = [
             (self.playout, self.settings.rollouts, [(obs[k], m, seed) for k, m, seed in part])
             for part in (rows[i : i + size] for i in range(0, len(rows), size))
         ]
-        found = self.workers.imap(search_rows, tasks) if self.workers else map(search_rows, tasks)
+        found = self.searches.map(search_rows, tasks)
         for (k, _, _), scores in zip(rows, (s for part in found for s in part), strict=True):
             targets = (-scores.penalty).astype(np.float32)
             self.labels.append((obs[k].copy(), scores.actions.astype(np.int64), targets))
@@ -368,5 +368,4 @@ def kept_labels(tensors: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray, n
 
 __all__ = [
     "FINDINGS", "LABELS", "LEARNER_PLAYOUT", "ExItConfig", "ExItLearner", "kept_labels",
-    "search_rows",
 ]  # fmt: skip

@@ -3,14 +3,14 @@
 A labelled decision is ``(observation, candidates, labels)``: the actions searched (ascending)
 and minus each one's mean penalty for the hand by the search. :func:`game_decisions` draws them
 from seeded games; :func:`relabel` searches decisions' candidates, decision ``k`` seeded
-``spawn_seed(seed, k, *stream)``, on any number of processes with the same result, and keeps the
-searches in a folder if given one (:func:`relabel` says how, :class:`CacheError` what it
-refuses). ``research/teacher_gap.py`` and ``research/teacher_fit.py`` are made of them.
+``spawn_seed(seed, k, *stream)``, on any number of processes or on a Ray cluster with the same
+result, and keeps the searches in a folder if given one (:func:`relabel` says how,
+:class:`CacheError` what it refuses). ``research/teacher_gap.py`` and
+``research/teacher_fit.py`` are made of them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import zipfile
@@ -30,9 +30,8 @@ from odin_env.rules import MAX_PLAYERS, MIN_PLAYERS, Config
 from odin_env.seeding import spawn_seed
 from odin_env.spec import NUM_ACTIONS, PASS
 from odin_lab.evaluation.tournament import play_deals
-from odin_lab.evaluation.workers import Workers
 from odin_lab.files import write_atomic
-from odin_lab.training.exit import search_rows
+from odin_lab.training.searches import Searches, search_rows
 
 PART = 25
 """Decisions a worker searches at a time."""
@@ -94,13 +93,15 @@ def game_decisions(
     rollouts: int,
     workers: int,
     cache: Path | None = None,
+    ray: str | None = None,
 ) -> list[tuple[np.ndarray, ...]]:
     """``most`` decisions of the first of ``specs`` (one per seat, rotated seats) in the games
     of seed ``seed`` with two legal actions or more, in the order played: ``(observation,
     candidates, labels)``. The candidates: the ``top`` legal actions the bundled ``dmc_one``
     values most (ties: the lower action; ``0``: every legal one); the labels: minus each
     candidate's mean penalty for the hand, by a search (``playout``, ``rollouts``) of decision
-    ``k`` seeded ``spawn_seed(seed, k, 1)``, kept in ``cache`` (:func:`relabel`)."""
+    ``k`` seeded ``spawn_seed(seed, k, 1)``, kept in ``cache``, on ``workers`` processes or the
+    Ray cluster at ``ray`` (:func:`relabel`)."""
     agents = [make(spec) for spec in specs]
     recorder = _Recorder(agents[0], most)
     table, config, start = [recorder, *agents[1:]], Config(players=len(specs)), 0
@@ -113,7 +114,7 @@ def game_decisions(
         if shortlist is not None and np.count_nonzero(mask) > top:
             mask = top_actions(shortlist.values(obs[None], mask[None])[0], mask, top)
         drawn.append((obs, legal_actions(mask), None))
-    teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,), cache=cache)
+    teacher = relabel(drawn, playout, rollouts, seed, workers, stream=(1,), cache=cache, ray=ray)
     # A search scores the legal actions of its mask in ascending order: the candidates' order.
     return [
         (obs, candidates, -scores.penalty)
@@ -157,40 +158,47 @@ def relabel(
     workers: int,
     stream: tuple[int, ...] = (),
     cache: Path | None = None,
+    ray: str | None = None,
 ) -> list[Scores]:
     """The search's fresh :class:`agents.search.Scores` of each decision's candidates, decision
-    ``k`` seeded ``spawn_seed(seed, k, *stream)``, on ``workers`` processes (the same for any
-    count).
+    ``k`` seeded ``spawn_seed(seed, k, *stream)``, on ``workers`` processes, or with ``ray`` (an
+    address) as Ray tasks on that cluster (:class:`odin_lab.training.searches.Searches`): the
+    same for any count and any cluster.
 
     With ``cache`` (a folder) the searches are kept there in files of :data:`CACHE_PART`
-    decisions, each written whole as it is done: a stopped call loses at most one file's
-    searches, and a later call (of as many decisions, or more, or fewer) searches only what the
-    folder lacks. Every kept search carries a key of its decision (observation, candidates,
-    playout, rollouts and seed); a file whose keys are not those of the decisions asked (another
-    table, seed or search) is refused, :class:`CacheError` (one line), and left as it is."""
+    decisions, each written whole as soon as its last search arrives: a stopped call loses at
+    most the searches of the files not yet whole, and a later call (of as many decisions, or
+    more, or fewer) searches only what the folder lacks. Every kept search carries a key of its
+    decision (observation, candidates, playout, rollouts and seed); a file whose keys are not
+    those of the decisions asked (another table, seed or search) is refused, before any search,
+    :class:`CacheError` (one line), and left as it is."""
     rows = []
     for k, (obs, candidates, _) in enumerate(decisions):
         rows.append((obs, candidate_mask(candidates), spawn_seed(seed, k, *stream)))
-    parts = [(first, rows[first : first + CACHE_PART]) for first in range(0, len(rows), CACHE_PART)]
-    parts = parts if cache else [(0, rows)]
-    found = []
-    pool = Workers(workers) if workers > 1 else contextlib.nullcontext()
-    with tqdm(total=len(rows), desc="searches", unit="decision") as bar, pool:
-        for first, part in parts:
-            path = cache / f"part-{first // CACHE_PART:06d}.npz" if cache else None
-            keys = _keys(part, playout, rollouts) if path else None
-            kept = _read_part(path, keys) if path else []
-            bar.update(len(kept))
-            todo = part[len(kept) :]
-            tasks = [(playout, rollouts, todo[i : i + PART]) for i in range(0, len(todo), PART)]
-            fresh = []
-            for scores in pool.imap(search_rows, tasks) if workers > 1 else map(search_rows, tasks):
-                fresh += scores
+    size = CACHE_PART if cache else max(1, len(rows))
+    parts = []  # (its file or None, its keys, the searches it holds, its rows)
+    for first in range(0, len(rows), size):
+        part = rows[first : first + size]
+        path = cache / f"part-{first // CACHE_PART:06d}.npz" if cache else None
+        keys = _keys(part, playout, rollouts) if path else None
+        parts.append((path, keys, _read_part(path, keys) if path else [], part))
+    # Tasks of every part in one stream, so that a cluster is not left idle at a file's end.
+    tasks, owners = [], []
+    for index, (_, _, kept, part) in enumerate(parts):
+        todo = part[len(kept) :]
+        tasks += [(playout, rollouts, todo[i : i + PART]) for i in range(0, len(todo), PART)]
+        owners += [index] * -(-len(todo) // PART)
+    fresh: list[list[Scores]] = [[] for _ in parts]
+    with tqdm(total=len(rows), desc="searches", unit="decision") as bar:
+        bar.update(sum(len(kept) for _, _, kept, _ in parts))
+        with Searches(workers, ray) as searches:
+            for index, scores in zip(owners, searches.map(search_rows, tasks), strict=True):
+                fresh[index] += scores
                 bar.update(len(scores))
-            if path and fresh:
-                _write_part(path, keys[: len(kept) + len(fresh)], kept + fresh)
-            found += kept + fresh
-    return found
+                path, keys, kept, part = parts[index]
+                if path and len(kept) + len(fresh[index]) == len(part):
+                    _write_part(path, keys, kept + fresh[index])
+    return [s for (_, _, kept, _), new in zip(parts, fresh, strict=True) for s in kept + new]
 
 
 def _keys(rows: list, playout: str, rollouts: int) -> np.ndarray:
