@@ -65,6 +65,19 @@ def pytest_configure(config: pytest.Config) -> None:
     print(warm_numba_cache(), file=sys.stderr)
 
 
+@pytest.fixture(scope="session")
+def cluster():
+    """One local Ray of 2 CPUs for every test that asks for it: they are in the xdist group
+    ``ray`` (one worker), and starting Ray takes 10-30 s on two busy cores."""
+    import ray  # the ray extra: only the tests of Ray import it
+
+    from odin_lab.evaluation import distributed
+
+    distributed.connect("local", 2)
+    yield
+    ray.shutdown()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
     """Run each module's expensive fixture (a tiny training run, a built docs site) once, and

@@ -21,7 +21,6 @@ from safetensors.numpy import load_file
 
 from odin_env.rules import Config
 from odin_lab.commands import train as train_cli
-from odin_lab.evaluation import distributed
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training import make_config, train
 from odin_lab.training.checkpoints import checkpoint_step
@@ -29,13 +28,6 @@ from odin_lab.training.dmc_actors import EVENTS_LOG, SAMPLES_LOG, keep_samples_b
 
 # The same worker as tests/test_ray.py under pytest-xdist: one Ray at a time.
 pytestmark = pytest.mark.xdist_group("ray")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    distributed.connect("local", 2)
-    yield
-    ray.shutdown()
 
 
 @pytest.mark.parametrize(
@@ -48,10 +40,12 @@ def cluster():
     ],
     ids=["no-cluster", "actors", "synchronous-alone", "publish-alone"],
 )
-def test_dmc_on_ray_that_cannot_run_is_one_line_and_nothing_written(tmp_path, capsys, flags, words):
-    """In this process, before the module's cluster starts (a connected process keeps its
-    cluster, whatever the address)."""
-    assert not ray.is_initialized()
+def test_dmc_on_ray_that_cannot_run_is_one_line_and_nothing_written(
+    tmp_path, capsys, monkeypatch, flags, words
+):
+    """In this process, as if it were not connected to the session's cluster (a connected
+    process keeps its cluster, whatever the address)."""
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
     runs = tmp_path / "runs"
     argv = ["--name", "r", "--total-steps", "10", "--runs-dir", str(runs), *flags]
     assert train_cli.main(argv) == 2

@@ -29,15 +29,9 @@ from odin_lab.training import train as train_run
 from odin_lab.training.collector import Rollout, gae
 
 ROOT = Path(__file__).resolve().parents[1]
-# One cluster for the module, also under pytest-xdist (make test runs --dist loadgroup).
+# One worker for the tests of Ray under pytest-xdist (make test runs --dist loadgroup): they
+# share the session's one local Ray (conftest.cluster).
 pytestmark = pytest.mark.xdist_group("ray")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    distributed.connect("local", 2)
-    yield
-    ray.shutdown()
 
 
 def test_a_local_ray_that_missed_its_start_up_wait_is_started_once_more(monkeypatch):
