@@ -23,6 +23,21 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def call(*args: str, cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """The command in this process (``main(argv)``), read as :func:`run` reads the script: the
+    script's own path is checked by one case of each test that uses this."""
+    from odin_lab.commands import evaluate
+
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    try:
+        code = evaluate.main(list(args))
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out, err)
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
@@ -37,8 +52,12 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         (["tournament", "--agents", "greedy", "greedy", "--games", "0"], "--games"),
     ],
 )
-def test_bad_input_prints_one_line_and_exits_2(args, says, tmp_path):
-    result = run(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
+def test_bad_input_prints_one_line_and_exits_2(args, says, tmp_path, capsys, monkeypatch):
+    argv = [*args, "--out", str(tmp_path / "out")]
+    if says == "unknown agent" and args[0] == "tournament":  # one case runs the real script
+        result = run(*argv, cwd=tmp_path)
+    else:
+        result = call(*argv, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -73,7 +92,11 @@ def test_tournament_writes_json_csv_and_plot_and_prints_a_table(tmp_path):
         assert name in result.stdout
 
 
-def test_seating_and_thresholds_write_one_figure_each(tmp_path):
+def test_seating_and_thresholds_write_one_figure_each(tmp_path, capsys, monkeypatch):
+    # In this process: the script's own path is test_tournament_writes_json_csv_and_plot's.
+    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        return call(*args, cwd=cwd, capsys=capsys, monkeypatch=monkeypatch)
+
     seat = run(
         "seating",
         "--agent",
@@ -118,14 +141,16 @@ def test_seating_and_thresholds_write_one_figure_each(tmp_path):
     assert (tmp_path / "h" / "thresholds.png").exists()
 
 
-def test_showcase_plays_the_labs_best_and_records_the_hash_of_the_network_it_played(tmp_path):
+def test_showcase_plays_the_labs_best_and_records_the_hash_of_the_network_it_played(
+    tmp_path, capsys, monkeypatch
+):
     from agents.dmc import BUNDLED_DMC
     from odin_lab.evaluation.provenance import sha256
 
     # One deal from every seat: the search takes about 40 ms a decision.
     out = tmp_path / "out"
     small = ["--games", "4", "--workers", "1", "--no-progress", "--out", str(out)]
-    result = run("showcase", *small, cwd=tmp_path)
+    result = call("showcase", *small, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == 0, result.stderr
     played = json.loads((out / "tournament" / "tournament.json").read_text())
     assert played["agents_specs"] == ["search", "dmc", "planner", "shaper"]

@@ -135,7 +135,7 @@ def redeal_hidden(game: Game, seat: int, rng: np.random.Generator) -> Game:
     )
 
 
-@settings(max_examples=120, deadline=None, derandomize=True)
+@settings(max_examples=45, deadline=None, derandomize=True)
 @given(config=configs(), seed=st.integers(0, 2**32 - 1))
 def test_r1_to_r14_random_play_matches_the_oracle(config: Config, seed: int) -> None:
     game = Game(config, seed=seed)
@@ -202,7 +202,7 @@ def _running_totals(history: list[tuple[int, ...]]) -> list[list[int]]:
     return out
 
 
-@settings(max_examples=50, deadline=None, derandomize=True)
+@settings(max_examples=20, deadline=None, derandomize=True)
 @given(config=configs(), seed=st.integers(0, 2**32 - 1))
 def test_observation_matches_the_game_and_hides_what_is_hidden(config: Config, seed: int) -> None:
     game = Game(config, seed=seed)

@@ -103,6 +103,8 @@ def test_the_race_keeps_within_its_cap_and_plays_one_round_at_least() -> None:
             again = _Counted(seed=seed, rollouts=cap, race=True, prior=None)
             assert again.act(obs, mask) == action and again.playouts == agent.playouts
         checked += 1
+        if checked == 6:  # six positions of 4+ legal actions are enough
+            break
     assert checked >= 5
 
 
