@@ -155,7 +155,7 @@ def test_bad_input_exits_2_in_one_line_and_writes_nothing(
     assert not out.exists()
 
 
-def test_ctrl_c_keeps_the_points_measured_and_resume_ends_the_run(tmp_path: Path, capsys) -> None:
+def test_ctrl_c_keeps_the_points_measured_and_resume_ends_the_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
     flags = ["--minutes", "0.05", "0.15", "--deals", "2", "--clock", "cpu", "--out", str(out)]
 
@@ -181,9 +181,8 @@ def test_ctrl_c_keeps_the_points_measured_and_resume_ends_the_run(tmp_path: Path
 
     # A new run there is refused, and so is a resume with other settings: nothing changes.
     before = (out / "learning_curve.json").read_bytes()
-    # The first as a person runs the script, the second through its main in this process.
     for args, word in (([], "--resume"), (["--resume", "--seed", "1"], "seed")):
-        refused = run(*flags, *args) if not args else run_here([*flags, *args], capsys)
+        refused = run(*flags, *args)
         assert refused.returncode == 2 and word in refused.stderr, refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
     assert (out / "learning_curve.json").read_bytes() == before
