@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from launch import interrupt_when
+from research_file import load
 
 from agents.registry import make, make_batch_agent
 from odin_env.rules import Config
@@ -112,24 +113,38 @@ def test_evaluation_is_reproducible_from_its_seed(tiny) -> None:
             assert first[key] == pytest.approx(entry[key])
 
 
-@pytest.mark.parametrize(
-    ("args", "flag"),
-    [
-        (["--minutes", "30", "10"], "--minutes"),
-        (["--minutes", "0", "10"], "--minutes"),
-        (["--minutes", "-5"], "--minutes"),
-        (["--deals", "0"], "--deals"),
-        (["--workers", "0"], "--workers"),
-        (["--opponents", "nosuch"], "--opponents"),
-        (["--train-opponents", "nosuch"], "--train-opponents"),
-        (["--train-opponents", "greedy", "self"], "--train-opponents"),
-    ],
-)
+BAD_INPUT = [
+    (["--minutes", "30", "10"], "--minutes"),
+    (["--minutes", "0", "10"], "--minutes"),
+    (["--minutes", "-5"], "--minutes"),
+    (["--deals", "0"], "--deals"),
+    (["--workers", "0"], "--workers"),
+    (["--opponents", "nosuch"], "--opponents"),
+    (["--train-opponents", "nosuch"], "--train-opponents"),
+    (["--train-opponents", "greedy", "self"], "--train-opponents"),
+]
+
+
+def run_here(args: list[str], capsys) -> subprocess.CompletedProcess:
+    """The script's ``main(args)`` in this process (what a run would print and its exit code),
+    instead of a new process that spends seconds importing torch before it checks anything."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        load("learning_curve").main(args)
+    said = capsys.readouterr()
+    return subprocess.CompletedProcess(args, ended.value.code, said.out, said.err)
+
+
+@pytest.mark.parametrize(("args", "flag"), BAD_INPUT)
 def test_bad_input_exits_2_in_one_line_and_writes_nothing(
-    tmp_path: Path, args: list[str], flag: str
+    tmp_path: Path, args: list[str], flag: str, capsys
 ) -> None:
     out = tmp_path / "out"
-    done = run(*args, "--out", str(out))
+    # The first case as a person runs the script; the others through its main, in this process.
+    if args == BAD_INPUT[0][0]:
+        done = run(*args, "--out", str(out))
+    else:
+        done = run_here([*args, "--out", str(out)], capsys)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -349,17 +349,25 @@ def sized(argv: list[str], sizes: str) -> list[str]:
     return argv
 
 
-def test_the_own_agent_page_runs_as_written_at_a_tiny_size(tmp_path):
+def test_the_own_agent_page_runs_as_written_at_a_tiny_size(tmp_path, monkeypatch):
     """The worked example: train and save the SB3 policy, wrap it (examples/my_agent.py), play
-    it in a tournament and put it on the leaderboard, with the page's commands."""
+    it in a tournament and put it on the leaderboard, with the page's commands (the training
+    script as a process; evaluate.py's commands through its main, in this process, from the same
+    folder: the script's own start is tested elsewhere, and costs seconds of imports)."""
+    from odin_lab.commands import evaluate
+
     found = RUN_BLOCK.search(PAGE.read_text())
     assert found, "docs/own-agent.md has no <!-- check: run; ... --> bash block"
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "evaluate.py").symlink_to(ROOT / "evaluate.py")
     commands = [shlex.split(line) for line in found["body"].splitlines() if line.strip()]
     assert [argv[1] for argv in commands] == ["examples/sb3_maskable_ppo.py", *["evaluate.py"] * 2]
+    monkeypatch.chdir(tmp_path)
     for argv in commands:
         argv = sized(argv, found["sizes"])
+        if argv[1] == "evaluate.py":
+            assert evaluate.main(argv[2:]) == 0, shlex.join(argv)
+            continue
         done = subprocess.run(
             [sys.executable, *argv[1:]],
             cwd=tmp_path,

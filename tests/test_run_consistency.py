@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,17 @@ def train(*args: object, timeout: float = 240) -> subprocess.CompletedProcess:
         timeout=timeout,
         cwd=ROOT,
     )
+
+
+def train_here(capsys, *args: object) -> subprocess.CompletedProcess:
+    """``train.py args`` through the command's ``main`` in this process (its exit code and what
+    it printed), instead of a process that spends seconds importing torch first."""
+    from odin_lab.commands import train as command
+
+    capsys.readouterr()
+    code = command.main([str(arg) for arg in args])
+    said = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, said.out, said.err)
 
 
 def start(*args: object) -> subprocess.Popen:
@@ -200,23 +212,24 @@ def test_batched_total_steps_and_its_progress_bar(tmp_path):
     assert "first update >= 100" in done.stderr
 
 
-def test_a_resume_already_at_its_target_says_so_and_changes_nothing(done_run, tmp_path):
+def test_a_resume_already_at_its_target_says_so_and_changes_nothing(done_run, tmp_path, capsys):
     run = copy_run(done_run, tmp_path / "r")
     before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
     step = checkpoint_step(run / "checkpoint.safetensors")
-    done = train("--resume", run, "--total-steps", 200)
+    done = train_here(capsys, "--resume", run, "--total-steps", 200)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().count("\n") == 0 and f"already at step {step}" in done.stdout
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
 
 
 @pytest.mark.parametrize("bad", ["missing", "other_architecture"])
-def test_a_run_that_fails_to_start_leaves_no_folder(done_run, tmp_path, bad):
+def test_a_run_that_fails_to_start_leaves_no_folder(done_run, tmp_path, bad, capsys):
     init = tmp_path / "nothing.safetensors"
     if bad == "other_architecture":
         init = done_run / "best.safetensors"  # 32-unit layers; this run asks for 16
     runs = tmp_path / "runs"
-    done = train(
+    # "missing" as a person runs train.py; "other_architecture" through its main, in this process.
+    done = (train if bad == "missing" else partial(train_here, capsys))(
         "--runs-dir",
         runs,
         "--name",
