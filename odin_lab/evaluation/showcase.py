@@ -23,18 +23,20 @@ def showcase(
     out: Path,
     workers: int = 1,
     games: int = 200,
-    seating_games: int = 600,
+    seating_games: int | None = None,
     seed: int = 0,
     progress: bool = True,
     ray: str | None = None,
     provenance: dict | None = None,
 ) -> str:
     """What ``make run`` shows: a tournament of :data:`SHOWCASE_AGENTS` (``games`` games, seats
-    rotated) and a seat-effect table of ``greedy`` (``seating_games`` a row).
+    rotated) and a seat-effect table of ``greedy`` (``seating_games`` a row; default three times
+    ``games``, so that a small showcase is quick).
     Returns the printed text (also written to ``showcase.txt``). Written as one result: Ctrl-C
     leaves an earlier showcase whole and raises :class:`~odin_lab.evaluation.results.Interrupted`
     (nothing kept: the showcase has no resume)."""
     specs = list(SHOWCASE_AGENTS)
+    seating_games = 3 * games if seating_games is None else seating_games
     config = Config(players=len(specs))
     try:
         with results_folder(out, SHOWCASE_FILES, provenance, hold=False) as stage:
