@@ -41,3 +41,10 @@ def _call(main, argv: Sequence[str], cwd: Path | None) -> subprocess.CompletedPr
         for signum, handler in handlers.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
     return subprocess.CompletedProcess(["train.py", *argv], code, out.getvalue(), err.getvalue())
+
+
+def evaluate_main(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python evaluate.py ARGS`` as :func:`train_main` runs ``train.py``'s command."""
+    from odin_lab.commands.evaluate import main
+
+    return _call(main, [str(a) for a in args], cwd)
