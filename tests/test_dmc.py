@@ -594,7 +594,7 @@ def test_resume_takes_a_retired_setting_at_todays_value_and_refuses_another(done
     (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
     best = (run / "best.safetensors").read_bytes()
     target = checkpoint_step(run / "checkpoint.safetensors") + 2 * UPDATE
-    done = train_py("--resume", run, "--total-steps", target)
+    done = train_main("--resume", run, "--total-steps", target)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(log(run)) > len(log(done_run))  # it evaluated again ...
     assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model

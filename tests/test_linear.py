@@ -374,7 +374,7 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
     (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
     best = (run / "best.safetensors").read_bytes()
     target = checkpoint_step(run / "checkpoint.safetensors") + 600
-    done = train_py("--resume", run, "--total-steps", target)
+    done = train_main("--resume", run, "--total-steps", target)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(log(run)) > len(log(done_run))  # it evaluated again ...
     assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model

@@ -117,7 +117,7 @@ def test_resume_continues_the_step_counter_and_snapshot_pool(tiny_run, tmp_path)
         (run / name).write_bytes((tiny_run / name).read_bytes())
     before = checkpoint_state(run / "checkpoint.safetensors")
     earlier = [e["step"] for e in before.evaluations]
-    done = run_train("--resume", str(run), "--total-steps", "384")
+    done = train_main("--resume", run, "--total-steps", "384")
     assert done.returncode == 0, done.stderr[-2000:]
     step = checkpoint_step(run / "checkpoint.safetensors")
     assert 384 <= step < 384 + MOST_PER_UPDATE
@@ -347,7 +347,7 @@ def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(batch
     stray.write_bytes(kept[-1].read_bytes())
     before = checkpoint_step(run / "checkpoint.safetensors")
     earlier = evaluation_steps(run)
-    done = run_train("--resume", str(run), "--total-steps", str(before + 128))
+    done = train_main("--resume", run, "--total-steps", before + 128)
     assert done.returncode == 0, done.stderr[-2000:]
     now = sorted((run / "kept").iterdir())
     assert not stray.exists() and len(now) == 3
