@@ -116,7 +116,7 @@ def tiny_config(runs: Path, name: str, total: int, seed: int = 3, **settings):
 def done_run(tmp_path_factory) -> Path:
     """A tiny run that keeps its last three checkpoints' players (``--soup 3``)."""
     runs = tmp_path_factory.mktemp("runs")
-    done = train_py(
+    done = train_main(
         "--runs-dir",
         runs,
         "--name",

@@ -1,4 +1,5 @@
-"""train.py end to end (tiny runs in subprocesses), checkpoints, the PPO agent and its policy."""
+"""train.py end to end (tiny runs through its command in this process; Ctrl-C and the first
+refusal in real ``train.py`` processes), checkpoints, the PPO agent and its policy."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def plays_legal_moves(agent, players: int, games: int = 2) -> None:
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    done = run_train("--runs-dir", str(runs), "--name", "tiny", "--total-steps", "256", *TINY)
+    done = train_main("--runs-dir", runs, "--name", "tiny", "--total-steps", "256", *TINY)
     assert done.returncode == 0, done.stderr[-2000:]
     return runs / "tiny"
 
@@ -288,8 +289,8 @@ def evaluation_steps(run: Path) -> list[int]:
 def batched_run(tmp_path_factory) -> Path:
     """A batched self-play run that keeps its last three checkpoints' policies (``--soup 3``)."""
     runs = tmp_path_factory.mktemp("runs")
-    done = run_train(
-        "--runs-dir", str(runs), "--name", "self", "--total-steps", "256", "--soup", "3", *BATCHED
+    done = train_main(
+        "--runs-dir", runs, "--name", "self", "--total-steps", "256", "--soup", "3", *BATCHED
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return runs / "self"
@@ -364,9 +365,9 @@ def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(batch
 
 
 def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(tmp_path):
-    done = run_train(
+    done = train_main(
         "--runs-dir",
-        str(tmp_path),
+        tmp_path,
         "--name",
         "pool",
         "--total-steps",
