@@ -2,7 +2,8 @@
 then resume, Ctrl-C during an update, a changed setting refused, soup, best), its players
 (``dmc:PATH``, numpy only, reading the observation alone), seeding, its targets (the seat's
 Monte Carlo return), and the settings it retired (a run of them refused naming the findings
-page). Real ``train.py`` runs in subprocesses, each a few seconds."""
+page). Real ``train.py`` runs in subprocesses, each a few seconds; most refusals call its command
+in this process (tests/training_inprocess.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import torch as th
 from launch import evaluation_log, kill_9_ahead_of_checkpoint
 from safetensors.numpy import load_file
+from training_inprocess import train_main
 
 from agents.dmc import DMCAgent, read_dmc_model, value_horizon
 from agents.ppo import BUNDLED_MODEL
@@ -112,8 +114,9 @@ def tiny_config(runs: Path, name: str, total: int, seed: int = 3, **settings):
 
 @pytest.fixture(scope="module")
 def done_run(tmp_path_factory) -> Path:
+    """A tiny run that keeps its last three checkpoints' players (``--soup 3``)."""
     runs = tmp_path_factory.mktemp("runs")
-    done = train_py(
+    done = train_main(
         "--runs-dir",
         runs,
         "--name",
@@ -125,6 +128,8 @@ def done_run(tmp_path_factory) -> Path:
         UPDATE,
         "--eval-every",
         2 * UPDATE,
+        "--soup",
+        3,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (runs / "stdout.txt").write_text(done.stdout)
@@ -240,42 +245,14 @@ def test_resume_refuses_a_checkpoint_of_other_settings_naming_the_field(done_run
     config = json.loads((run / "config.json").read_text())
     config["dmc"]["gamma"] = 0.9
     (run / "config.json").write_text(json.dumps(config))
-    done = train_py("--resume", run, "--total-steps", 10_000)
+    done = train_main("--resume", run, "--total-steps", 10_000)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert "dmc.gamma" in lines[0] and "differs from config.json" in lines[0]
 
 
-def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_path):
-    run = copy_run(done_run, tmp_path / "r")
-    (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
-    best = (run / "best.safetensors").read_bytes()
-    target = checkpoint_step(run / "checkpoint.safetensors") + 2 * UPDATE
-    done = train_py("--resume", run, "--total-steps", target)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert len(log(run)) > len(log(done_run))  # it evaluated again ...
-    assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model
-    assert json.loads((run / "best.json").read_text())["score"] == 2.0
-
-
-def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
-    done = train_py(
-        "--runs-dir",
-        tmp_path,
-        "--name",
-        "soup",
-        "--total-steps",
-        4 * UPDATE,
-        "--soup",
-        3,
-        *TINY,
-        "--checkpoint-every",
-        UPDATE,
-        "--eval-every",
-        0,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    run = tmp_path / "soup"
+def test_soup_writes_the_average_of_the_last_checkpoints_players(done_run, tmp_path):
+    run = done_run  # made with --soup 3
     kept = sorted((run / "kept").iterdir())
     steps = [int(p.stem.removeprefix("step-")) for p in kept]
     assert len(kept) == 3 and steps == sorted(set(steps))
@@ -309,18 +286,10 @@ def test_soup_writes_the_average_of_the_last_checkpoints_players(tmp_path):
     ids=["ppo-flag", "epsilon", "optimizer", "init-ppo", "horizon", "win", "loss", "symmetries"],
 )
 def test_bad_dmc_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = train_py(
-        "--algo",
-        "dmc",
-        "--runs-dir",
-        tmp_path,
-        "--name",
-        "x",
-        *args,
-        "--total-steps",
-        64,
-        timeout=120,
-    )
+    flags = ["--algo", "dmc", "--runs-dir", tmp_path, "--name", "x", *args, "--total-steps", 64]
+    # The real train.py for the first case; the command in this process for the others.
+    first = args == ["--clip-range", "0.1"]
+    done = train_py(*flags, timeout=120) if first else train_main(*flags, cwd=ROOT)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert named in lines[0]
@@ -617,15 +586,21 @@ def test_a_config_json_of_282f95f_is_read_without_its_retired_settings(algo, tmp
 
 
 def test_resume_takes_a_retired_setting_at_todays_value_and_refuses_another(done_run, tmp_path):
+    """Also: a resume never replaces a better best model on record (one resume for both)."""
     run = copy_run(done_run, tmp_path / "r")
     config = json.loads((run / "config.json").read_text())
     today = {**config, "dmc": {**config["dmc"], "game_loss": 0.0, "acting_symmetries": 1}}
     (run / "config.json").write_text(json.dumps(today))
-    target = checkpoint_step(run / "checkpoint.safetensors") + UPDATE
-    done = train_py("--resume", run, "--total-steps", target)
+    (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
+    best = (run / "best.safetensors").read_bytes()
+    target = checkpoint_step(run / "checkpoint.safetensors") + 2 * UPDATE
+    done = train_main("--resume", run, "--total-steps", target)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert len(log(run)) > len(log(done_run))  # it evaluated again ...
+    assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model
+    assert json.loads((run / "best.json").read_text())["score"] == 2.0
     (run / "config.json").write_text(json.dumps({**today, "dmc": {**today["dmc"], "game_loss": 4}}))
-    done = train_py("--resume", run, "--total-steps", target + UPDATE)
+    done = train_main("--resume", run, "--total-steps", target + UPDATE)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert f"game_loss 4 was retired: {FINDINGS}" in lines[0]

@@ -16,6 +16,7 @@ import pytest
 from launch import kill_9_ahead_of_checkpoint
 from safetensors.numpy import load_file, save_file
 from test_dmc import _other_hidden_cards, copy_run, log, plays_legal_moves, train_py
+from training_inprocess import train_main
 
 from agents.linear import (
     BUNDLED_LINEAR,
@@ -66,8 +67,9 @@ def tiny_config(runs: Path, name: str, total: int, seed: int = 3, **settings):
 
 @pytest.fixture(scope="module")
 def done_run(tmp_path_factory) -> Path:
+    """A tiny run that keeps its last three checkpoints' players (``--soup 3``)."""
     runs = tmp_path_factory.mktemp("runs")
-    done = train_py(
+    done = train_main(
         "--runs-dir",
         runs,
         "--name",
@@ -79,6 +81,8 @@ def done_run(tmp_path_factory) -> Path:
         300,
         "--eval-every",
         500,
+        "--soup",
+        3,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     (runs / "stdout.txt").write_text(done.stdout)
@@ -359,7 +363,7 @@ def test_resume_refuses_a_checkpoint_of_other_settings_naming_the_field(done_run
     config = json.loads((run / "config.json").read_text())
     config["cem"]["population"] = 6
     (run / "config.json").write_text(json.dumps(config))
-    done = train_py("--resume", run, "--total-steps", 10_000)
+    done = train_main("--resume", run, "--total-steps", 10_000)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert "cem.population" in lines[0] and "differs from config.json" in lines[0]
@@ -370,31 +374,15 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
     (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
     best = (run / "best.safetensors").read_bytes()
     target = checkpoint_step(run / "checkpoint.safetensors") + 600
-    done = train_py("--resume", run, "--total-steps", target)
+    done = train_main("--resume", run, "--total-steps", target)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(log(run)) > len(log(done_run))  # it evaluated again ...
     assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model
     assert json.loads((run / "best.json").read_text())["score"] == 2.0
 
 
-def test_soup_averages_the_kept_players_weights(tmp_path):
-    done = train_py(
-        "--runs-dir",
-        tmp_path,
-        "--name",
-        "soup",
-        "--total-steps",
-        1200,
-        "--soup",
-        3,
-        *TINY,
-        "--checkpoint-every",
-        300,
-        "--eval-every",
-        0,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    run = tmp_path / "soup"
+def test_soup_averages_the_kept_players_weights(done_run, tmp_path):
+    run = done_run  # made with --soup 3
     kept = sorted((run / "kept").iterdir())
     assert len(kept) == 3
     soup = load_file(str(run / "soup.safetensors"))["policy/weights"]
@@ -436,18 +424,10 @@ def test_init_starts_from_a_linear_files_weights_on_a_feature_subset(tmp_path):
     ids=["ppo-flag", "population", "elite", "noise", "features", "learner", "init-ppo"],
 )
 def test_bad_cem_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
-    done = train_py(
-        "--algo",
-        "cem",
-        "--runs-dir",
-        tmp_path,
-        "--name",
-        "x",
-        *args,
-        "--total-steps",
-        64,
-        timeout=120,
-    )
+    flags = ["--algo", "cem", "--runs-dir", tmp_path, "--name", "x", *args, "--total-steps", 64]
+    # The real train.py for the first case; the command in this process for the others.
+    first = args == ["--clip-range", "0.1"]
+    done = train_py(*flags, timeout=120) if first else train_main(*flags, cwd=ROOT)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert named in lines[0]

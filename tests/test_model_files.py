@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from training_inprocess import train_main
 
 from agents.model_file import FORMAT_VERSION, MODEL_FORMAT, read_model
 from agents.ppo import BUNDLED_MODEL, PPOAgent
@@ -133,7 +134,7 @@ def test_train_init_refuses_an_sb3_zip_and_leaves_no_run(evil, tmp_path):
 def test_train_average_refuses_an_sb3_zip(evil, tmp_path):
     path, marker = evil
     runs = tmp_path / "runs"
-    done = run("train.py", "--runs-dir", runs, "--name", "soup", "--average", path, path)
+    done = train_main("--runs-dir", runs, "--name", "soup", "--average", path, path, cwd=ROOT)
     one_line_exit_2(done, "--import-sb3-zip")
     assert not marker.exists() and not (runs / "soup").exists()
 
@@ -146,7 +147,9 @@ def test_train_resume_refuses_a_doctored_checkpoint(evil, tmp_path, name):
     config = make_config("ppo", runs_dir=str(tmp_path), name="r")
     (run_dir / "config.json").write_text(dumps(config))
     (run_dir / name).write_bytes(path.read_bytes())
-    done = run("train.py", "--resume", run_dir)
+    # The real train.py for the first case; the command in this process for the other.
+    first = name == "checkpoint.safetensors"
+    done = run("train.py", "--resume", run_dir) if first else train_main("--resume", run_dir)
     one_line_exit_2(done, "cannot resume", "unpickle")
     assert not marker.exists()
 
@@ -175,9 +178,10 @@ def test_a_truncated_model_file_is_one_clear_error(truncated, tmp_path):
     )
     one_line_exit_2(done, "not a readable odin-lab model file")
     runs = tmp_path / "runs"
-    done = run("train.py", "--runs-dir", runs, "--name", "x", "--init", truncated, *TINY)
+    # train.py's command in this process (its real script refuses in the tests above)
+    done = train_main("--runs-dir", runs, "--name", "x", "--init", truncated, *TINY, cwd=ROOT)
     one_line_exit_2(done, "--init", "not a readable odin-lab model file")
-    done = run("train.py", "--runs-dir", runs, "--name", "y", "--average", truncated, truncated)
+    done = train_main("--runs-dir", runs, "--name", "y", "--average", truncated, truncated)
     one_line_exit_2(done, "not a readable odin-lab model file")
     assert not runs.exists() or not any(runs.iterdir())
 
@@ -185,7 +189,7 @@ def test_a_truncated_model_file_is_one_clear_error(truncated, tmp_path):
 def test_average_refuses_a_name_outside_the_runs_dir(tmp_path):
     runs = tmp_path / "runs"
     model = str(BUNDLED_MODEL)
-    done = run("train.py", "--runs-dir", runs, "--name", "../../x", "--average", model, model)
+    done = train_main("--runs-dir", runs, "--name", "../../x", "--average", model, model, cwd=ROOT)
     one_line_exit_2(done, "name must be")
     assert not runs.exists() and not (tmp_path.parent / "x").exists()
 

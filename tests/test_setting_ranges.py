@@ -1,6 +1,8 @@
 """Every training setting's range is checked before work starts: ``train.py`` refuses a value out
 of range in one line naming the setting and its allowed values (exit 2), before the runs folder
-exists; the ranges bound the memory a run may take (odin_lab.training.settings)."""
+exists; the ranges bound the memory a run may take (odin_lab.training.settings). The first case
+runs the real ``train.py``; the others call its command in this process
+(tests/training_inprocess.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from training_inprocess import train_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,23 +57,17 @@ CASES = [
 )
 def test_out_of_range_is_refused_before_the_run_folder(tmp_path, flags, message):
     runs = tmp_path / "runs"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            ROOT / "train.py",
-            "--runs-dir",
-            runs,
-            "--name",
-            "r",
-            "--total-steps",
-            "0",
-            *flags,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    args = ["--runs-dir", runs, "--name", "r", "--total-steps", "0", *flags]
+    if flags is CASES[0][0]:  # the real script, once
+        proc = subprocess.run(
+            [sys.executable, ROOT / "train.py", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
+    else:
+        proc = train_main(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr[-2000:]
     assert not runs.exists()

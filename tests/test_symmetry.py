@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dmc_networks import positions, random_dmc
+from training_inprocess import train_main
 
 from agents.dmc import MAX_SYMMETRIES, DMCAgent, read_dmc_model
 from odin_env.cards import NUM_VALUES, cards_of
@@ -149,7 +150,11 @@ def test_a_model_asking_for_an_impossible_number_of_labellings_is_refused(symmet
         read_dmc_model(path)
 
 
-def _train_py(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
+def _train_py(tmp_path: Path, *args: object, process: bool = True) -> subprocess.CompletedProcess:
+    """``train.py --runs-dir tmp_path --name sym ARGS``: a real process, or (``process=False``)
+    its command called in this process."""
+    if not process:
+        return train_main("--runs-dir", tmp_path, "--name", "sym", *args, cwd=ROOT)
     return subprocess.run(
         [sys.executable, "train.py", "--runs-dir", str(tmp_path), "--name", "sym", *map(str, args)],
         cwd=ROOT,
@@ -162,7 +167,7 @@ def _train_py(tmp_path: Path, *args: object) -> subprocess.CompletedProcess:
 def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp_path):
     member = tmp_path / "member.safetensors"
     write_model(member, _network(1).arrays, _network(1).info)
-    done = _train_py(tmp_path, "--ensemble", member, "--symmetries", 6)
+    done = _train_py(tmp_path, "--ensemble", member, "--symmetries", 6, process=False)
     assert done.returncode == 0, done.stderr
     info, state = read_dmc_model(tmp_path / "sym" / "ensemble.safetensors")
     assert info["symmetries"] == 6
@@ -187,7 +192,9 @@ def test_train_py_ensemble_symmetries_writes_the_network_with_its_labellings(tmp
 def test_train_py_refuses_symmetries_it_cannot_write_in_one_line(args, named, tmp_path):
     member = tmp_path / "member.safetensors"
     write_model(member, _network(1).arrays, _network(1).info)
-    done = _train_py(tmp_path, *(member if a == "M" else a for a in args))
+    # The real train.py for the first case; the command in this process for the others.
+    first = args[0] == "--symmetries"
+    done = _train_py(tmp_path, *(member if a == "M" else a for a in args), process=first)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], done.stderr

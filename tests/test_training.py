@@ -1,4 +1,5 @@
-"""train.py end to end (tiny runs in subprocesses), checkpoints, the PPO agent and its policy."""
+"""train.py end to end (tiny runs through its command in this process; Ctrl-C and the first
+refusal in real ``train.py`` processes), checkpoints, the PPO agent and its policy."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from training_inprocess import train_main
 
 from agents.ppo import BUNDLED_DIR, BUNDLED_MODEL, PPOAgent
 from agents.registry import make
@@ -84,7 +86,7 @@ def plays_legal_moves(agent, players: int, games: int = 2) -> None:
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
-    done = run_train("--runs-dir", str(runs), "--name", "tiny", "--total-steps", "256", *TINY)
+    done = train_main("--runs-dir", runs, "--name", "tiny", "--total-steps", "256", *TINY)
     assert done.returncode == 0, done.stderr[-2000:]
     return runs / "tiny"
 
@@ -116,7 +118,7 @@ def test_resume_continues_the_step_counter_and_snapshot_pool(tiny_run, tmp_path)
         (run / name).write_bytes((tiny_run / name).read_bytes())
     before = checkpoint_state(run / "checkpoint.safetensors")
     earlier = [e["step"] for e in before.evaluations]
-    done = run_train("--resume", str(run), "--total-steps", "384")
+    done = train_main("--resume", run, "--total-steps", "384")
     assert done.returncode == 0, done.stderr[-2000:]
     step = checkpoint_step(run / "checkpoint.safetensors")
     assert 384 <= step < 384 + MOST_PER_UPDATE
@@ -137,7 +139,7 @@ def test_corrupt_checkpoint_is_a_one_line_error_with_exit_code_2(tiny_run, tmp_p
     (run / "config.json").write_bytes((tiny_run / "config.json").read_bytes())
     payload = (tiny_run / "checkpoint.safetensors").read_bytes()
     (run / "checkpoint.safetensors").write_bytes(payload[: len(payload) // 2])
-    done = run_train("--resume", str(run), "--total-steps", "512", timeout=120)
+    done = train_main("--resume", run, "--total-steps", "512")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "corrupt or incompatible checkpoint" in done.stderr.strip().splitlines()[-1]
@@ -158,7 +160,7 @@ def test_bad_model_files_give_clear_errors(tmp_path):
 
 def test_a_resume_that_changes_a_kept_setting_is_refused_naming_those_that_may(tiny_run):
     checkpoint = (tiny_run / "checkpoint.safetensors").read_bytes()
-    done = run_train("--resume", str(tiny_run), "--learning-rate", "0.1", timeout=120)
+    done = train_main("--resume", tiny_run, "--learning-rate", "0.1")
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "learning_rate" in lines[0], done.stderr
@@ -168,7 +170,7 @@ def test_a_resume_that_changes_a_kept_setting_is_refused_naming_those_that_may(t
 
 
 def test_resume_of_a_directory_without_a_run_is_refused(tmp_path):
-    done = run_train("--resume", str(tmp_path), timeout=120)
+    done = train_main("--resume", tmp_path)
     assert done.returncode == 2 and "no config.json" in done.stderr
 
 
@@ -285,8 +287,11 @@ def evaluation_steps(run: Path) -> list[int]:
 
 @pytest.fixture(scope="module")
 def batched_run(tmp_path_factory) -> Path:
+    """A batched self-play run that keeps its last three checkpoints' policies (``--soup 3``)."""
     runs = tmp_path_factory.mktemp("runs")
-    done = run_train("--runs-dir", str(runs), "--name", "self", "--total-steps", "256", *BATCHED)
+    done = train_main(
+        "--runs-dir", runs, "--name", "self", "--total-steps", "256", "--soup", "3", *BATCHED
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return runs / "self"
 
@@ -309,24 +314,17 @@ def test_batched_engine_run_writes_a_checkpoint_that_loads_and_plays(batched_run
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(batched_run / "tb"))
 
 
-def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(tmp_path):
+def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(batched_run, tmp_path):
+    """The soup of the batched run; then its resume continues the step counter and the
+    evaluations (the batched engine's resume) and keeps the soup's policies right."""
+    import shutil
+
     from safetensors.numpy import load_file
 
     from odin_lab.training.checkpoints import average_models
 
-    done = run_train(
-        "--runs-dir",
-        str(tmp_path),
-        "--name",
-        "soup",
-        "--total-steps",
-        "384",
-        "--soup",
-        "3",
-        *BATCHED,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    run = tmp_path / "soup"
+    run = tmp_path / "self"
+    shutil.copytree(batched_run, run)
     kept = sorted((run / "kept").iterdir())
     steps = [int(p.stem.removeprefix("step-")) for p in kept]
     # The last three checkpoints (one every 64 steps or more), the run's final one last.
@@ -348,25 +346,17 @@ def test_soup_keeps_the_last_checkpoints_policies_and_writes_their_average(tmp_p
     # resumed run's past: the resume drops it, and the soup is again of the last three.
     stray = run / "kept" / f"step-{steps[-1] + 10**6:012d}.safetensors"
     stray.write_bytes(kept[-1].read_bytes())
-    done = run_train("--resume", str(run), "--total-steps", str(steps[-1] + 64))
+    before = checkpoint_step(run / "checkpoint.safetensors")
+    earlier = evaluation_steps(run)
+    done = train_main("--resume", run, "--total-steps", before + 128)
     assert done.returncode == 0, done.stderr[-2000:]
     now = sorted((run / "kept").iterdir())
     assert not stray.exists() and len(now) == 3
-    before = [p for p in now if p in kept]  # the older ones that are still among the last three
-    assert before == kept[len(kept) - len(before) :] and len(before) < 3
+    older = [p for p in now if p in kept]  # the older ones that are still among the last three
+    assert older == kept[len(kept) - len(older) :] and len(older) < 3
     last_step = int(now[-1].stem.removeprefix("step-"))
     assert last_step == checkpoint_step(run / "checkpoint.safetensors")
-
-
-def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path):
-    run = tmp_path / "self"
-    run.mkdir()
-    for name in ("config.json", "checkpoint.safetensors", "evaluations.jsonl"):
-        (run / name).write_bytes((batched_run / name).read_bytes())
-    before = checkpoint_step(run / "checkpoint.safetensors")
-    earlier = evaluation_steps(run)
-    done = run_train("--resume", str(run), "--total-steps", str(before + 128))
-    assert done.returncode == 0, done.stderr[-2000:]
+    # The batched engine's resume continues the step counter and the evaluation log.
     after = checkpoint_step(run / "checkpoint.safetensors")
     assert before + 128 <= after < before + 128 + MOST_PER_UPDATE
     steps = evaluation_steps(run)
@@ -375,9 +365,9 @@ def test_batched_engine_resume_continues_the_step_counter(batched_run, tmp_path)
 
 
 def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(tmp_path):
-    done = run_train(
+    done = train_main(
         "--runs-dir",
-        str(tmp_path),
+        tmp_path,
         "--name",
         "pool",
         "--total-steps",
@@ -419,7 +409,9 @@ def test_batched_engine_against_a_pool_snapshots_the_learner_and_logs_each_kind(
 )
 def test_bad_engine_settings_are_one_line_errors_with_exit_code_2(args, named, tmp_path):
     flags = ["--algo", "ppo", "--runs-dir", str(tmp_path), "--name", "bad", *args]
-    done = run_train(*flags, timeout=120)
+    # The real train.py for the first case; the command in this process for the others.
+    first = args == ["--algo", "jax"]
+    done = run_train(*flags, timeout=120) if first else train_main(*flags, cwd=ROOT)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and all(word in lines[0] for word in named), done.stderr
