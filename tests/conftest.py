@@ -65,10 +65,12 @@ def pytest_configure(config: pytest.Config) -> None:
     print(warm_numba_cache(), file=sys.stderr)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster():
-    """One local Ray of 2 CPUs for every test that asks for it: they are in the xdist group
-    ``ray`` (one worker), and starting Ray takes 10-30 s on two busy cores."""
+    """A local Ray of 2 CPUs for the tests of one module that ask for it (they are in the xdist
+    group ``ray``: one worker). Per module, not per session: a test that starts its own Ray in a
+    process of its own runs first in its module, with none up (two Rays on two busy cores once
+    missed Ray's fixed 30 s start-up wait), and no module's actors outlive it."""
     import ray  # the ray extra: only the tests of Ray import it
 
     from odin_lab.evaluation import distributed
