@@ -36,9 +36,8 @@ pytestmark = pytest.mark.xdist_group("ray")
         (["--ray", "127.0.0.1:1"], ["--ray 127.0.0.1:1", "ray start --head"]),
         (["--ray", "--actors", "0"], ["actors must be an integer 1-1,024; got 0"]),
         (["--synchronous"], ["synchronous is a setting of Ray actors", "--ray"]),
-        (["--publish-every", "2"], ["publish_every is a setting of Ray actors"]),
     ],
-    ids=["no-cluster", "actors", "synchronous-alone", "publish-alone"],
+    ids=["no-cluster", "actors", "synchronous-alone"],
 )
 def test_dmc_on_ray_that_cannot_run_is_one_line_and_nothing_written(
     tmp_path, capsys, monkeypatch, flags, words

@@ -17,7 +17,7 @@ pay (``horizon`` win, ``game_loss``, ``acting_symmetries``) are on docs/findings
 
 With ``ray`` the actors are Ray actors (:mod:`odin_lab.training.dmc_actors`): the learner trains
 on their batches as they arrive (or, ``synchronous``, on each actor's share in turn), on
-``device``, and publishes its weights as numpy arrays every ``publish_every`` updates.
+``device``, and publishes its weights as numpy arrays after every update.
 """
 
 from __future__ import annotations
@@ -85,9 +85,6 @@ class DMCConfig(QSettings):
     (:mod:`odin_env.symmetry`: the observation and the action relabelled alike, the target
     unchanged), so the network learns the symmetry that its player, reading a position under
     several labellings (a model's ``symmetries``), averages over. The actors play unrelabelled."""
-    publish_every: int = setting(1, 1, 10_000)
-    """With ``ray``: updates between the weights the learner publishes to its actors (each
-    publication is one copy into Ray's object store; the actors load it on their next call)."""
     synchronous: bool = False
     """With ``ray``: every update waits for each actor's share, collected with the latest
     weights, and trains on them in actor order: reproducible for a seed and ``actors``, where
@@ -110,9 +107,8 @@ class DMCConfig(QSettings):
                 "horizon hand needs reward penalty (a hand's end pays nothing with reward "
                 f"{run.game.reward!r}); use horizon episode"
             )
-        if run.ray is None and (self.synchronous or self.publish_every != 1):
-            name = "synchronous" if self.synchronous else "publish_every"
-            raise ValueError(f"{name} is a setting of Ray actors: add --ray [ADDRESS]")
+        if run.ray is None and self.synchronous:
+            raise ValueError("synchronous is a setting of Ray actors: add --ray [ADDRESS]")
 
     def exploration(self, steps: int) -> float:
         """Epsilon after ``steps`` learner decisions."""
@@ -182,8 +178,7 @@ class DMCLearner:
             self.steps += len(batch)
             self.n_updates += 1
             if self.remote is not None:
-                if self.n_updates % settings.publish_every == 0:
-                    self._publish()
+                self._publish()
                 lag = [self.n_updates - 1 - version for _, version in sources]
                 figures["ray/weights_lag"] = float(np.mean(lag))
                 figures["ray/actors_replaced"] = float(self.remote.replaced)

@@ -8,8 +8,8 @@ side of them.
 Asynchronous (the default): every actor always has :data:`QUEUED` calls of ``ceil(D / N)``
 decisions in its queue (``D``: ``decisions_per_update``), so it goes on playing while the
 learner trains. The learner takes batches as they arrive, trains once it holds ``D`` or more,
-and publishes its weights (numpy arrays, put in Ray's object store once) every
-``publish_every`` updates and with every new ``self`` snapshot; a call plays with the weights
+and publishes its weights (numpy arrays, put in Ray's object store once) after
+every update and with every new ``self`` snapshot; a call plays with the weights
 published when it was queued. Which samples an update got depends on the timing, so the run is
 not reproducible; ``actors.csv`` in the run folder says, for each batch, the update it went
 into, the actor (number, generation) and the weights' version (the update count that made them)
