@@ -21,6 +21,7 @@ from safetensors.numpy import load_file
 
 from odin_env.rules import Config
 from odin_lab.commands import train as train_cli
+from odin_lab.evaluation import distributed
 from odin_lab.evaluation.tournament import play_tournament
 from odin_lab.training import make_config, train
 from odin_lab.training.checkpoints import checkpoint_step
@@ -51,6 +52,25 @@ def test_dmc_on_ray_that_cannot_run_is_one_line_and_nothing_written(
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and all(w in lines[0] for w in words), lines
     assert not runs.exists()
+
+
+@pytest.mark.parametrize(("algo", "sizes"), [("dmc", {"actors": 3}), ("exit", {"workers": 3})])
+def test_a_ray_started_for_a_run_has_a_cpu_per_actor_or_search_worker(
+    tmp_path, monkeypatch, algo, sizes
+):
+    """``--ray`` alone: DMC's actors each take a CPU; expert iteration's searches are Ray tasks,
+    as many at once as ``--workers``."""
+    asked = []
+
+    def connect(address, cpus):
+        asked.append((address, cpus))
+        raise ValueError("no Ray in this test")
+
+    monkeypatch.setattr(distributed, "connect", connect)
+    config = make_config(algo, name="r", runs_dir=str(tmp_path), ray="local", **sizes)
+    with pytest.raises(ValueError, match="no Ray in this test"):
+        train(config)
+    assert asked == [("local", 3)] and not (tmp_path / "r").exists()
 
 
 def _config(runs: Path, name: str, total: int, **extra):

@@ -65,7 +65,7 @@ from odin_lab.training.checkpoints import (
     write_config,
     write_evaluations,
 )
-from odin_lab.training.config import TrainConfig, TrainingError
+from odin_lab.training.config import SEARCHING, TrainConfig, TrainingError
 from odin_lab.training.learner import EVAL_STREAM, Learner, held_interrupts
 from odin_lab.training.pool import SELF
 from odin_lab.training.progress import Progress
@@ -336,7 +336,9 @@ def run(
     if config.ray is not None:
         from odin_lab.evaluation.distributed import connect
 
-        connect(config.ray, config.actors)  # a bad address fails here, before any file
+        # A Ray started for the run has a CPU per actor, or per search worker for the
+        # algorithms whose searches are its Ray tasks. A bad address fails here, before any file.
+        connect(config.ray, config.workers if config.algo in SEARCHING else config.actors)
     created = not run_dir.exists()
     learner, state = _start(config, resume, learner_class)
     services = _Services(config, learner, state)
