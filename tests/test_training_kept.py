@@ -2,14 +2,20 @@
 (short, with the settings it keeps, their other values among them) ends in the same checkpoint
 tensors, byte for byte (weights, optimizer state, snapshots, replay), as at commit 282f95f:
 ``tests/data/kept_training.json`` holds their digests, written there by this module run as a
-script with one BLAS thread, as the tests and the commands run (``OPENBLAS_NUM_THREADS=1 python
-tests/test_training_kept.py > tests/data/kept_training.json``: the numpy players' sums, and so
-the labels of a teacher, depend on the thread count)."""
+script (``python tests/test_training_kept.py > tests/data/kept_training.json``).
+
+The runs go in a process of their own with the floating-point sums pinned (:data:`PINNED`):
+torch's matrix products (MKL), its kernels and numpy's BLAS otherwise pick their code, and so
+their rounding, by the CPU's instruction set, and a digest of one machine was another's
+mismatch (an AVX-512 machine's against the digests of the machine that first recorded them).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,8 +26,16 @@ from safetensors.numpy import load_file
 from odin_env.rules import Config
 from odin_lab.training import make_config, train
 
+ROOT = Path(__file__).resolve().parents[1]
 KEPT = Path(__file__).parent / "data" / "kept_training.json"
-TEACHER = str(Path(__file__).resolve().parents[1] / "agents" / "models" / "dmc_one.safetensors")
+TEACHER = str(ROOT / "agents" / "models" / "dmc_one.safetensors")
+PINNED = {
+    "OPENBLAS_NUM_THREADS": "1",  # one BLAS thread, as every command (odin_lab.cli)
+    "MKL_CBWR": "COMPATIBLE",  # MKL's reproducible mode, the same sums on any x86-64 CPU
+    "ATEN_CPU_CAPABILITY": "default",  # torch's kernels without AVX2 or AVX-512
+    "OPENBLAS_CORETYPE": "Prescott",  # numpy's OpenBLAS: one kernel whatever the CPU
+}
+"""The environment the runs are made in: what makes a digest the same on any x86-64 machine."""
 SMALL = {"selfplay_batch": 8, "eval_every": 0, "checkpoint_every": 10**6, "snapshot_every": 64}
 DMC = {"decisions_per_update": 64, "batch_size": 16, "net": [32, 16], "total_steps": 256}
 EXIT = {"decisions_per_update": 16, "rollouts": 16, "batch_size": 32, "net": [32, 16]}
@@ -78,12 +92,30 @@ def run_digest(case: str, runs: Path) -> str:
     return digest(train(config))
 
 
+@pytest.fixture(scope="module")
+def made() -> dict[str, str]:
+    """Every run's digest, made by this module run as a script (in :data:`PINNED`)."""
+    done = subprocess.run(
+        [sys.executable, __file__],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)["runs"]
+
+
 @pytest.mark.parametrize("case", sorted(RUNS))
-def test_a_kept_seeded_run_trains_the_weights_it_trained_before(case, tmp_path):
-    assert run_digest(case, tmp_path) == json.loads(KEPT.read_text())["runs"][case]
+def test_a_kept_seeded_run_trains_the_weights_it_trained_before(case, made):
+    assert made[case] == json.loads(KEPT.read_text())["runs"][case]
 
 
 if __name__ == "__main__":
+    if any(os.environ.get(name) != value for name, value in PINNED.items()):
+        # The libraries read these once, when loaded: the script starts again with them set.
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **PINNED})
     with tempfile.TemporaryDirectory() as folder:
         made = {case: run_digest(case, Path(folder)) for case in sorted(RUNS)}
     commit = sys.argv[1] if len(sys.argv) > 1 else "282f95f"
