@@ -71,9 +71,11 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
     In a process of its own: a signal inside the pytest worker that Ray's threads share once
     ended that worker. First in the module, before the module's cluster starts: its Ray then
     starts alone (with the module's cluster up, under load, its node once missed Ray's fixed
-    30 s start-up wait)."""
-    specs, games = ["greedy", "shaper", "greedy", "shaper"], 1280
+    30 s start-up wait). One hand a game: deals, chunks and their order as in whole games, in
+    a fraction of the play; 2,560 games, so that the Ctrl-C comes well before the end."""
+    specs, games = ["greedy", "shaper", "greedy", "shaper"], 2560
     common = ["tournament", "--agents", *specs, "--engine", "single", "--seed", "9"]
+    common += ["--episode", "hand"]
     part = tmp_path / "part"
     proc = subprocess.Popen(
         [
@@ -119,24 +121,11 @@ def test_ctrl_c_on_ray_keeps_the_finished_deals_in_order(tmp_path):
     records = saved["game_records"]
     assert saved["partial"] is True and 0 < len(records) < games and len(records) % 4 == 0
     # Game (d, r) does not depend on the tournament's size: the local games of the first deals.
+    # In this process (no Ray is up in it yet): the Ctrl-C above is what needs the real script;
+    # a local run of evaluate.py itself is tests/test_cli_safety.py's.
     whole = tmp_path / "whole"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "evaluate.py",
-            *common,
-            "--games",
-            str(len(records)),
-            "--out",
-            str(whole),
-            "--no-progress",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    argv = [*common, "--games", str(len(records)), "--out", str(whole), "--no-progress"]
+    assert evaluate.main(argv) == 0
     assert records == json.loads((whole / "tournament.json").read_text())["game_records"]
 
 
@@ -306,53 +295,10 @@ def test_a_player_failing_on_ray_is_the_one_line_and_the_games_of_a_local_run(
     assert "Unhandled error" not in capfd.readouterr().err
 
 
-def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
-    return make_config(
-        "ppo",
-        name=name,
-        runs_dir=str(runs),
-        game=Config(players=4),
-        opponents=["greedy", "self"],
-        ray="local",
-        actors=2,
-        selfplay_batch=16,
-        n_steps=64,
-        n_envs=1,
-        batch_size=64,
-        n_epochs=1,
-        total_steps=total,
-        eval_every=0,
-        snapshot_every=128,
-        checkpoint_every=10**6,
-        net_pi=[32],
-        net_vf=[32],
-        seed=7,
-    )
-
-
 def _tensors(path: Path) -> dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
     return load_file(str(path))
-
-
-def test_two_actors_train_reproducibly_and_the_run_resumes(cluster, tmp_path):
-    from odin_lab.training import train as train_run
-    from odin_lab.training.checkpoints import checkpoint_step
-
-    first = train_run(_train_config(tmp_path, "a", 300))
-    second = train_run(_train_config(tmp_path, "b", 300))
-    a, b = _tensors(first), _tensors(second)
-    assert checkpoint_step(first) >= 300 and sorted(a) == sorted(b)
-    assert any(k.startswith("snapshot/") for k in a)  # the actors played the snapshots too
-    assert all(np.array_equal(a[k], b[k]) for k in a)
-    saved = json.loads((tmp_path / "a" / "config.json").read_text())
-    assert (saved["ray"], saved["actors"]) == ("local", 2)
-
-    resumed = train_run(_train_config(tmp_path, "a", 600), resume=True)
-    assert checkpoint_step(resumed) >= 600
-    after = _tensors(resumed)
-    assert not np.array_equal(after["policy/action_net.weight"], a["policy/action_net.weight"])
 
 
 def test_merged_rollouts_keep_each_actors_advantages():
@@ -419,27 +365,43 @@ TRAIN = ["train.py", "--algo", "ppo", "--name", "r", "--actors", "2", "--total-s
     ],
     ids=["evaluate-no-ray", "train-no-ray", "evaluate-no-cluster", "train-no-cluster"],
 )
-def test_ray_that_cannot_be_used_is_one_line_and_nothing_written(tmp_path, argv, installed, words):
+def test_ray_that_cannot_be_used_is_one_line_and_nothing_written(
+    tmp_path, capfd, monkeypatch, argv, installed, words
+):
+    """Without Ray: in a process of its own, where nothing imported Ray before the command did
+    (as if not installed). No cluster at the address: in this process, as if it were not
+    connected to the module's cluster (a connected process keeps its cluster, whatever the
+    address); tests/test_dmc_ray.py does the same for DMC."""
     script, *args = argv
-    code = (
-        ("" if installed else "import sys; sys.modules['ray'] = None\n")  # as if not installed
-        + f"import sys, {script[:-3]} as cli; sys.exit(cli.main(sys.argv[1:]))"
-    )
     out = (
         ["--out", str(tmp_path / "out")]
         if script == "evaluate.py"
         else ["--runs-dir", str(tmp_path / "runs")]
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args, *out],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2, done.stderr
-    assert len(lines) == 1 and all(w in lines[0] for w in words), done.stderr
+    if installed:
+        monkeypatch.setattr(ray, "is_initialized", lambda: False)
+        command = evaluate if script == "evaluate.py" else train
+        capfd.readouterr()
+        code, err = command.main([*args, *out]), capfd.readouterr().err
+    else:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.modules['ray'] = None\n"  # as if not installed
+                f"import sys, {script[:-3]} as cli; sys.exit(cli.main(sys.argv[1:]))",
+                *args,
+                *out,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        code, err = done.returncode, done.stderr
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and all(w in lines[0] for w in words), err
     assert not any(tmp_path.iterdir())  # nothing written
 
 
@@ -538,3 +500,51 @@ def test_expert_iteration_searches_on_ray_make_the_run_of_one_process(
     assert len(batches) >= 2 and set(batches) == {6}  # on Ray: 2 CPUs, 6 tasks in flight
     with pytest.raises(ValueError, match="leave actors at 1"):
         make_config("exit", ray="local", actors=2).check()
+
+
+# Training rollouts on Ray actors, after the tests of Ray tasks: starting actors stops the idle
+# task workers (an actor never runs in a worker that ran tasks), so the tests of tasks above
+# share two workers that have already loaded the lab, and the actors start once they are done.
+
+
+def _train_config(runs: Path, name: str, total: int) -> TrainConfig:
+    return make_config(
+        "ppo",
+        name=name,
+        runs_dir=str(runs),
+        game=Config(players=4),
+        opponents=["greedy", "self"],
+        ray="local",
+        actors=2,
+        selfplay_batch=16,
+        n_steps=64,
+        n_envs=1,
+        batch_size=64,
+        n_epochs=1,
+        total_steps=total,
+        eval_every=0,
+        snapshot_every=128,
+        checkpoint_every=10**6,
+        net_pi=[32],
+        net_vf=[32],
+        seed=7,
+    )
+
+
+def test_two_actors_train_reproducibly_and_the_run_resumes(cluster, tmp_path):
+    from odin_lab.training import train as train_run
+    from odin_lab.training.checkpoints import checkpoint_step
+
+    first = train_run(_train_config(tmp_path, "a", 300))
+    second = train_run(_train_config(tmp_path, "b", 300))
+    a, b = _tensors(first), _tensors(second)
+    assert checkpoint_step(first) >= 300 and sorted(a) == sorted(b)
+    assert any(k.startswith("snapshot/") for k in a)  # the actors played the snapshots too
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    saved = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert (saved["ray"], saved["actors"]) == ("local", 2)
+
+    resumed = train_run(_train_config(tmp_path, "a", 600), resume=True)
+    assert checkpoint_step(resumed) >= 600
+    after = _tensors(resumed)
+    assert not np.array_equal(after["policy/action_net.weight"], a["policy/action_net.weight"])
