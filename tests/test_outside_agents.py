@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from training_inprocess import evaluate_main
 
 from agents.heuristics import Greedy
 from agents.registry import check_spec, has_batch_form, make, outside_names
@@ -207,32 +208,30 @@ BAD = [
 ]
 
 
+REAL_PROCESS = {"no_such_module_xyz:Agent", "seeded_agents:Illegal"}
+"""The bad specs tried with a real ``python evaluate.py``: one refused before any game, one
+whose agent fails in play in a worker process (the script's exit code, and its stderr with
+the workers' whole). The others: the command's ``main`` in this process, from the same folder
+(a refusal is the command's; the script's start is seconds of imports)."""
+
+
 @pytest.mark.parametrize(("spec", "says"), BAD)
 def test_a_bad_outside_spec_is_one_line_and_exit_2_in_evaluate(outside, spec, says):
     (outside / "lib" / "broken_agents.py").write_text('raise RuntimeError("cannot start\\nmore")\n')
     (outside / "mine" / "broken.py").write_text("def oops(:\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "evaluate.py"),
-            "tournament",
-            "--agents",
-            spec,
-            "greedy",
-            "--games",
-            "2",
-            "--workers",
-            "2",
-            "--no-progress",
-            "--out",
-            "out",
-        ],
-        cwd=outside,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(outside / "lib")},
-    )
+    args = ["tournament", "--agents", spec, "greedy", "--games", "2", "--workers", "2",
+            "--no-progress", "--out", "out"]  # fmt: skip
+    if spec in REAL_PROCESS:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "evaluate.py"), *args],
+            cwd=outside,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(outside / "lib")},
+        )
+    else:  # the fixture put lib/ on sys.path, as PYTHONPATH does, and made outside the cwd
+        done = evaluate_main(*args, cwd=outside)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("evaluate.py tournament: error: ")
@@ -275,30 +274,20 @@ def test_the_web_command_refuses_a_bad_code_agent_with_one_line(outside, capsys)
     assert err.count("\n") == 1 and "--allow-code-agents: agent 'seeded_agents:NOT_AN_AGENT'" in err
 
 
-def test_play_refuses_a_bad_outside_opponent_with_one_line(outside):
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "play.py"), "--opponents", "seeded_agents:Missing"],
-        cwd=outside,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input="",
-        env={**os.environ, "PYTHONPATH": str(outside / "lib")},
-    )
-    assert done.returncode == 2
-    assert done.stderr == (
+def test_play_refuses_a_bad_outside_opponent_with_one_line(outside, capsys):
+    """``play.py``'s command in this process (tests/test_play.py runs the script's refusals)."""
+    from odin_lab.commands.play import main as play_main
+
+    assert play_main(["--opponents", "seeded_agents:Missing"]) == 2
+    assert capsys.readouterr().err == (
         "play.py: error: agent 'seeded_agents:Missing': seeded_agents has no attribute 'Missing'\n"
     )
+    assert not (outside / "results").exists()  # no game began (nor was saved)
 
 
 def test_the_help_says_an_outside_spec_runs_your_code(outside):
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), "leaderboard", "--help"],
-        cwd=outside,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = evaluate_main("leaderboard", "--help", cwd=outside)  # the command, in this process
+    assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())
     assert "module:Name, path/to/file.py:Name" in text and "runs your code, by your choice" in text
     assert "a model file: read as data, never run as code" in text

@@ -5,15 +5,18 @@ Ctrl-C and end of input stop cleanly and save the unfinished game; bad flags exi
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
+import select
 import subprocess
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+from training_inprocess import evaluate_main
 
 from odin_env.rules import TAKING
 from odin_lab.evaluation.play import LineReader
@@ -84,13 +87,8 @@ def test_a_person_plays_a_whole_game_and_the_record_replays(tmp_path):
     # Every move the person sent was taken, and nothing else was played from seat 0's menu.
     steps = replay_steps(record, loaded.config)
     assert sum(1 for s in steps[:-1] if s.seat == 0 and not s.forced) == mine
-    told = subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), "replay", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    # ``evaluate.py replay`` as a command in this process (tests/test_narrate.py runs the script).
+    told = evaluate_main("replay", out, cwd=tmp_path)
     assert told.returncode == 0, told.stderr
     line = next(x for x in told.stdout.splitlines() if x.startswith("Totals: "))
     assert [int(t) for t in re.findall(r"\) (\d+)", line)] == totals
@@ -149,11 +147,19 @@ except KeyboardInterrupt:
 """
 
 
+STILL_READING_S = 3.0
+"""How long after the SIGINT the control (``input()``) must still be in its read: as long as the
+reader is given to stop (3 s from the start, the signal at 0.5 s), and more. A read that the
+signal interrupts ends within milliseconds of it."""
+
+
 @pytest.mark.parametrize("reader", ["reader", "input"])
 def test_a_ctrl_c_just_before_the_read_still_stops_it(reader):
     """``play.py`` reads moves with :class:`LineReader`: a SIGINT whose handler is pending when
-    the read begins stops it within a poll (``input()``, the control, waits for a line)."""
-    try:
+    the read begins stops it within a poll (``input()``, the control, waits for a line: still
+    reading :data:`STILL_READING_S` after the signal, timed from the child's word that it sent
+    it, not from its start, which an interpreter's imports make slow on a busy machine)."""
+    if reader == "reader":
         done = subprocess.run(
             [sys.executable, "-c", _RACE, reader],
             capture_output=True,
@@ -161,12 +167,26 @@ def test_a_ctrl_c_just_before_the_read_still_stops_it(reader):
             timeout=8,
             cwd=ROOT,
         )
-    except subprocess.TimeoutExpired:
-        assert reader == "input"  # blocked in the read: the race the reader closes
+        seconds = float(re.search(r"stopped after ([\d.]+) s", done.stdout)[1])
+        assert 0.5 <= seconds < 3.0, done.stdout  # a poll after the signal, on a busy machine too
         return
-    assert reader == "reader", done.stdout
-    seconds = float(re.search(r"stopped after ([\d.]+) s", done.stdout)[1])
-    assert 0.5 <= seconds < 3.0, done.stdout  # a poll after the signal, on a busy machine too
+    child = subprocess.Popen(
+        [sys.executable, "-c", _RACE, reader],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert select.select([child.stdout], [], [], 60)[0], "the signal was never sent"
+        sent = child.stdout.readline()  # after input()'s prompt, which has no newline
+        assert sent.endswith("sent\n"), sent
+        with pytest.raises(subprocess.TimeoutExpired):  # blocked in the read: the race
+            out, err = child.communicate(timeout=STILL_READING_S)
+            pytest.fail(f"input() stopped: the race was not made\n{out}{err}")
+    finally:
+        child.kill()
+        child.communicate()
 
 
 def test_the_reader_keeps_pasted_lines_and_ends_at_end_of_input():
@@ -182,6 +202,20 @@ def test_the_reader_keeps_pasted_lines_and_ends_at_end_of_input():
     os.close(r)
 
 
+def play_main(args: list[str]) -> subprocess.CompletedProcess:
+    """``python play.py ARGS`` run as ``odin_lab.commands.play.main`` in this process: its exit
+    code (an argparse refusal's too) and what it printed."""
+    from odin_lab.commands.play import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:
+            code = stop.code
+    return subprocess.CompletedProcess(["play.py", *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
@@ -192,14 +226,20 @@ def test_the_reader_keeps_pasted_lines_and_ends_at_end_of_input():
         (["--opponents", "random", "--seed", "-1"], "--seed must be"),
     ],
 )
-def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path):
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "play.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path, monkeypatch):
+    """The first case through a real ``python play.py``; the others through the command's
+    ``main`` in this process, from the same folder (a refusal is the command's)."""
+    if args == ["--opponents", "random", "random", "--players", "4"]:
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "play.py"), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    else:
+        monkeypatch.chdir(tmp_path)
+        result = play_main(args)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], result.stderr

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from training_inprocess import evaluate_main, train_main
 
 from odin_lab.evaluation.trust import trusted, untrusted
 from odin_lab.training import make_config
@@ -42,6 +44,7 @@ TINY = [
 
 
 def run_py(script: str, *args: object, cwd: Path = ROOT, **env: str):
+    """``python SCRIPT ARGS``, a real process (the script's own start and exit code)."""
     return subprocess.run(
         [sys.executable, str(ROOT / script), *map(str, args)],
         capture_output=True,
@@ -90,52 +93,55 @@ def config_json(run: Path, algo: str = "dmc", **fields: object) -> Path:
 def test_resume_refuses_a_run_folder_naming_outside_code_before_it_runs(
     tmp_path, algo, field, as_list
 ):
+    """The first case through a real ``python train.py`` (the script's exit code and stderr);
+    the others through the command's ``main`` in this process: the refusal is the command's,
+    and a ``train.py`` process spends seconds importing torch before it checks anything."""
     spec, mark = agent_file(tmp_path / "elsewhere")
     run = config_json(tmp_path / "runs" / "copied", algo, **{field: [spec] if as_list else spec})
-    done = run_py("train.py", "--resume", run)
+    first = field == "opponents"
+    done = run_py("train.py", "--resume", run) if first else train_main("--resume", run)
     line = one_line_refusal(done, str(run / "config.json"), repr(spec), f"--trust {spec}")
     assert "outside code" in line
     assert not mark.exists(), "the run folder's agent ran"
 
 
-def test_resume_refuses_a_module_spec_and_a_package_name_is_no_way_round(tmp_path):
+def test_resume_refuses_a_module_spec_and_a_package_name_is_no_way_round(tmp_path, monkeypatch):
     (tmp_path / "mods").mkdir()
     (tmp_path / "mods" / "marker.py").write_text(AGENT)
     run = config_json(tmp_path / "runs" / "copied", opponents=["random", "marker:Agent"])
-    done = run_py("train.py", "--resume", run, PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path / 'mods'}")
+    # The module importable, as from PYTHONPATH; the command in this process (the script's own
+    # refusal: the run-folder test's first case). Had it imported the module, the mark is left.
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    done = train_main("--resume", run)
     one_line_refusal(done, "'marker:Agent'", "--trust marker:Agent")
     assert not (tmp_path / "mods" / "mark").exists()
+    assert "marker" not in sys.modules
 
 
 def test_trust_without_resume_is_refused_before_any_folder(tmp_path):
     spec, mark = agent_file(tmp_path / "elsewhere")
-    done = run_py("train.py", "--runs-dir", tmp_path / "runs", "--trust", spec, *TINY)
+    # In this process: a tiny --total-steps, so that a refusal that failed is a short run.
+    done = train_main("--runs-dir", tmp_path / "runs", "--trust", spec, "--total-steps", 64, *TINY)
     one_line_refusal(done, "--trust", "--resume")
     assert not (tmp_path / "runs").exists() and not mark.exists()
 
 
 def test_a_run_resumes_with_its_outside_agent_given_again_on_the_command_line(tmp_path):
     """A real run against an outside agent; copied, its resume is refused (the run's files as
-    they were), then runs with ``--trust`` and the spec written relative to the current folder."""
+    they were), then runs with ``--trust`` and the spec written relative to the current folder.
+    The run and the refusal through the command's ``main`` in this process (the agent file is
+    loaded here, once: its mark); the resume that runs the agent again is a real ``train.py``
+    process, a fresh one, so its mark is this resume's."""
     spec, mark = agent_file(tmp_path / "agents")
     runs = tmp_path / "runs"
-    first = run_py(
-        "train.py",
-        "--runs-dir",
-        runs,
-        "--name",
-        "r",
-        "--opponents",
-        spec,
-        "--total-steps",
-        64,
-        *TINY,
-    )
+    first = train_main(
+        "--runs-dir", runs, "--name", "r", "--opponents", spec, "--total-steps", 64, *TINY
+    )  # fmt: skip
     assert first.returncode == 0, first.stderr[-2000:]
     assert mark.exists()
     mark.unlink()
     before = {p.name: p.read_bytes() for p in (runs / "r").iterdir() if p.is_file()}
-    refused = run_py("train.py", "--resume", runs / "r", "--total-steps", 128)
+    refused = train_main("--resume", runs / "r", "--total-steps", 128)
     one_line_refusal(refused, repr(spec))
     assert not mark.exists()
     assert {p.name: p.read_bytes() for p in (runs / "r").iterdir() if p.is_file()} == before
@@ -163,26 +169,42 @@ def test_the_lab_s_own_specs_and_model_files_need_no_trust(tmp_path):
         trusted(["m:A"], ["n:A"], "f.json")
 
 
+COMPARE = ["compare", "--agents", "greedy", "random", "--against", "shaper", "--players", "2",
+           "--games", "4", "--seed", "5", "--threshold", "5", "--no-progress"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished comparison's folder, made once (each test edits a copy of it): the command
+    in this process (the script's own start is no part of what these tests check)."""
+    out = tmp_path_factory.mktemp("compared") / "out"
+    done = evaluate_main(*COMPARE, "--out", out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
 @pytest.mark.parametrize("partial", [False, True])
-def test_a_compare_resume_never_runs_the_agents_its_files_name(tmp_path, partial):
+def test_a_compare_resume_never_runs_the_agents_its_files_name(tmp_path, compared, partial):
     """``evaluate.py compare --resume`` plays the command line's agents; a half's records that
     name outside code (a copied folder) are only compared with them, and refused: nothing of them
     runs. (A regression test: the comparison, like the studies and leaderboards, already took
-    its agents from the command line.)"""
+    its agents from the command line.) The folder is a copy of one comparison (a copy resumes
+    as its original: nothing in it names its folder); the resume of a whole half is a real
+    ``python evaluate.py``, that of a partial one the command's ``main`` in this process."""
     spec, mark = agent_file(tmp_path / "elsewhere")
-    args = ["compare", "--agents", "greedy", "random", "--against", "shaper", "--players", "2",
-            "--games", "4", "--seed", "5", "--threshold", "5", "--no-progress"]  # fmt: skip
     out = tmp_path / "out"
-    assert run_py("evaluate.py", *args, "--out", out).returncode == 0
+    shutil.copytree(compared, out)
     path = out / "first" / "tournament.json"
     data = json.loads(path.read_text())
     data["agents_specs"] = [spec if s == "greedy" else s for s in data["agents_specs"]]
     if partial:
         data["partial"] = True
     path.write_text(json.dumps(data))
-    done = run_py("evaluate.py", *args, "--out", out, "--resume")
+    resume = evaluate_main if partial else lambda *a: run_py("evaluate.py", *a)
+    done = resume(*COMPARE, "--out", out, "--resume")
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and str(out / "first") in done.stderr, done.stderr
     assert not mark.exists(), "the comparison's file agent ran"
 
 
