@@ -5,10 +5,6 @@ The notebook is read into memory and a cell setting ``QUICK = True`` is injected
 notebooks must keep the outputs of a full-size run (``QUICK = False``), figures included, so a
 reader sees the results without running anything.
 
-The QUICK runs share one kernel, reset before each notebook to what a fresh kernel has (no
-names of its own, matplotlib's Agg backend without the inline display, the notebooks' folder):
-a fresh kernel per notebook spent about half of each run starting and importing again.
-
 To refresh the committed outputs after a change (a full-size run, minutes per notebook):
 ``python tests/test_notebooks.py [NAME ...]`` (default: every notebook).
 """
@@ -66,69 +62,13 @@ def with_parameters(nb: nbformat.NotebookNode, **values: object) -> nbformat.Not
     return nb
 
 
-def kernel_manager() -> KernelManager:
-    return KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="odin-lab")
-
-
-def execute(
-    nb: nbformat.NotebookNode, cwd: Path, kernel: KernelManager | None = None
-) -> nbformat.NotebookNode:
-    """Run every cell in a fresh kernel of this interpreter (``kernel``: in that running one,
-    left running); raises on the first error."""
+def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
+    """Run every cell in a fresh kernel of this interpreter; raises on the first error."""
+    manager = KernelManager(kernel_spec_manager=ThisInterpreter(), kernel_name="odin-lab")
     client = NotebookClient(
-        nb,
-        km=kernel or kernel_manager(),
-        timeout=CELL_TIMEOUT_S,
-        resources={"metadata": {"path": str(cwd)}},
+        nb, km=manager, timeout=CELL_TIMEOUT_S, resources={"metadata": {"path": str(cwd)}}
     )
-    try:
-        return client.execute()
-    finally:
-        if kernel is not None and client.kc is not None:
-            client.kc.stop_channels()
-
-
-AS_NEW = """\
-%reset -f
-%matplotlib agg
-from IPython.core.pylabtools import select_figure_formats
-select_figure_formats(get_ipython(), set())
-import matplotlib.pyplot
-matplotlib.pyplot.close("all")
-import os
-os.chdir({folder!r})
-%reset -f
-"""
-"""What a running kernel is reset to before a notebook, as a fresh kernel is: no names but
-IPython's own; matplotlib's backend the kernel's default (Agg, ``MPLBACKEND``), the inline
-backend's display of figures undone (a notebook without ``%matplotlib inline`` shows no
-figure, as in a fresh kernel) and no figure open; the notebook's folder the current one."""
-
-
-@pytest.fixture(scope="module")
-def kernel() -> KernelManager:
-    """One kernel of this interpreter for the module's QUICK runs (its imports once)."""
-    manager = kernel_manager()
-    manager.start_kernel(cwd=str(NOTEBOOKS))
-    yield manager
-    manager.shutdown_kernel(now=True)
-
-
-def as_new(kernel: KernelManager, cwd: Path) -> KernelManager:
-    """``kernel`` reset to a fresh kernel's state (:data:`AS_NEW`); started again if it died."""
-    if not kernel.is_alive():
-        kernel.restart_kernel(now=True)
-    client = kernel.blocking_client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=CELL_TIMEOUT_S)
-        reply = client.execute_interactive(
-            AS_NEW.format(folder=str(cwd)), timeout=CELL_TIMEOUT_S, output_hook=lambda msg: None
-        )
-    finally:
-        client.stop_channels()
-    assert reply["content"]["status"] == "ok", reply["content"]
-    return kernel
+    return client.execute()
 
 
 def outputs(nb: nbformat.NotebookNode, kind: str) -> list:
@@ -148,11 +88,11 @@ def committed(name: str) -> nbformat.NotebookNode:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_in_quick_mode_and_shows_figures(name, kernel):
+def test_notebook_runs_in_quick_mode_and_shows_figures(name):
     source = committed(name)
     quick = with_parameters(source, QUICK=True)
     quick.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.executable, end='')"))
-    ran = execute(quick, cwd=NOTEBOOKS, kernel=as_new(kernel, NOTEBOOKS))
+    ran = execute(quick, cwd=NOTEBOOKS)
     # Ran in this interpreter, in QUICK mode, and every code cell produced what it should.
     assert ran.cells[-1].outputs[0]["text"] == sys.executable
     assert ran.cells[parameters_index(ran) + 1].source == "QUICK = True"
