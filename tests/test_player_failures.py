@@ -10,10 +10,12 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
+from training_inprocess import evaluate_main
 
 from odin_env.rules import Config
 from odin_lab.evaluation.failures import as_action
@@ -96,6 +98,17 @@ def evaluate(folder: Path, *args: str, mode: str = "", after: int = 300, workers
     )
 
 
+def evaluate_here(
+    monkeypatch, folder: Path, *args: str, mode: str = "", after: int = 300, workers: int = 1
+):
+    """:func:`evaluate` through the command's ``main`` in this process (the ~2 s of imports a
+    process spends first saved), its output and exit code as a ``CompletedProcess``; the
+    agent's environment set as :func:`evaluate` sets it (its workers inherit it)."""
+    monkeypatch.setenv("BAD_MODE", mode)
+    monkeypatch.setenv("BAD_AFTER", str(after))
+    return evaluate_main(*args, "--workers", workers, "--no-progress", cwd=folder)
+
+
 TOURNAMENT = (
     "tournament",
     "--agents",
@@ -142,31 +155,39 @@ def check_failed(done, out: Path, said: str) -> int:
         ("exit", "called sys.exit(0)"),
     ],
 )
-def test_a_failing_agent_keeps_the_finished_deals_in_one_line(folder, mode, said):
+def test_a_failing_agent_keeps_the_finished_deals_in_one_line(folder, mode, said, monkeypatch):
     if mode in ("float", "str"):  # the lowest legal action is not always 0
         said = said.split(": ", 1)[1]
-    done = evaluate(folder, *TOURNAMENT, "--out", "out", mode=mode)
+    # An action of the wrong type through the command's main in this process; an agent that
+    # raises or exits in a real evaluate.py, as a person runs it.
+    if mode in ("float", "str"):
+        done = evaluate_here(monkeypatch, folder, *TOURNAMENT, "--out", "out", mode=mode)
+    else:
+        done = evaluate(folder, *TOURNAMENT, "--out", "out", mode=mode)
     check_failed(done, folder / "out", said)
 
 
 def test_a_hung_agent_is_stopped_by_the_decision_limit(folder):
-    done = evaluate(folder, *TOURNAMENT, "--out", "out", "--decision-limit", "2", mode="sleep")
-    check_failed(done, folder / "out", "took over 2 s on one decision (--decision-limit)")
+    done = evaluate(folder, *TOURNAMENT, "--out", "out", "--decision-limit", "1", mode="sleep")
+    check_failed(done, folder / "out", "took over 1 s on one decision (--decision-limit)")
 
 
 @pytest.mark.parametrize(("workers", "mode"), [(1, "raise"), (2, "raise-in-worker")])
 def test_resume_after_the_agent_is_fixed_gives_the_games_of_a_run_that_never_failed(
-    folder, workers, mode
+    folder, workers, mode, monkeypatch
 ):
     # Two workers: this process plays deals 0-7 (kept), a worker deals 8-9 and fails there.
     after = 50 if workers == 2 else 300
     done = evaluate(folder, *TOURNAMENT, "--out", "out", mode=mode, after=after, workers=workers)
     kept = check_failed(done, folder / "out", "raised RuntimeError: the agent broke")
     assert kept == 32 if workers == 2 else 0 < kept < 40
-    fixed = evaluate(folder, *TOURNAMENT, "--out", "out", "--resume", workers=workers)
+    # The resume and the run that never failed through the command's main in this process
+    # (a real evaluate.py --resume: test_results_kept); the games do not depend on the workers.
+    fixed = evaluate_here(monkeypatch, folder, *TOURNAMENT, "--out", "out", "--resume",
+                          workers=workers)  # fmt: skip
     assert fixed.returncode == 0, fixed.stderr
     assert not (folder / "out" / "failure.txt").exists()
-    clean = evaluate(folder, *TOURNAMENT, "--out", "clean", workers=workers)
+    clean = evaluate_here(monkeypatch, folder, *TOURNAMENT, "--out", "clean")
     assert clean.returncode == 0, clean.stderr
     assert games_of(folder / "out" / "tournament.json") == games_of(
         folder / "clean" / "tournament.json"
@@ -229,10 +250,14 @@ def test_a_one_deal_compare_says_the_standard_error_needs_two_deals(folder):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_failing_agent_in_a_leaderboard_is_one_line_with_its_traceback(folder, workers):
+def test_a_failing_agent_in_a_leaderboard_is_one_line_with_its_traceback(
+    folder, workers, monkeypatch
+):
     agents = ("bad.py:Agent", "planner", "greedy", "random")
     board = ("leaderboard", "--agents", *agents, "--players", "3", "--games", "6", "--out", "lb")
-    done = evaluate(folder, *board, mode="raise", after=150, workers=workers)
+    # One worker through the command's main in this process; two in a real evaluate.py.
+    play = evaluate if workers == 2 else partial(evaluate_here, monkeypatch)
+    done = play(folder, *board, mode="raise", after=150, workers=workers)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "bad.py:Agent' in seat " in done.stderr and "the agent broke" in done.stderr

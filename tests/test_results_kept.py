@@ -92,8 +92,9 @@ def test_two_ctrl_c_keep_the_finished_deals_over_an_earlier_result_and_resume_ac
     out = tmp_path / "t"
     common = ["evaluate.py", "tournament", "--agents", "random", "random", "random", "random",
               "--threshold", "5", "--engine", "single", "--workers", "2"]  # fmt: skip
-    done = run(*common, "--games", "8", "--seed", "1", "--out", str(out), "--no-progress")
-    assert done.returncode == 0, done.stderr
+    # The earlier result made in this process (the Ctrl-C meets the script itself, below).
+    earlier = [*common[1:], "--games", "8", "--seed", "1", "--out", str(out), "--no-progress"]
+    assert evaluate_keeping_handlers(earlier) == 0
     assert (out / "tournament.png").exists() and (out / "tournament.pdf").exists()
     (out / "notes.txt").write_text("mine")  # not the study's: never touched
 
@@ -159,7 +160,7 @@ def test_a_worker_killed_mid_tournament_keeps_the_finished_deals_says_so_and_exi
         "--workers",
         "2",
         "--games",
-        "1200",
+        "480",
         "--seed",
         "5",
         "--out",
@@ -167,7 +168,7 @@ def test_a_worker_killed_mid_tournament_keeps_the_finished_deals_says_so_and_exi
     ]
     proc = start(*common)
     shown = ""
-    while not (counts := [int(n) for n in re.findall(r"(\d+)/1200\b", shown)]) or counts[-1] < 40:
+    while not (counts := [int(n) for n in re.findall(r"(\d+)/480\b", shown)]) or counts[-1] < 40:
         char = proc.stderr.read(1)
         assert char, f"the command finished first: {shown[-300:]!r}"
         shown += char
@@ -182,11 +183,13 @@ def test_a_worker_killed_mid_tournament_keeps_the_finished_deals_says_so_and_exi
     assert "--resume" in said[0], said
     saved = json.loads((out / "tournament.json").read_text())
     games = len(saved["game_records"])
-    assert saved["partial"] is True and 0 < games < 1200 and games % 4 == 0
+    assert saved["partial"] is True and 0 < games < 480 and games % 4 == 0
     assert f"the {games // 4} deals finished" in said[0]
-    done = run(*common, "--resume", "--no-progress")
+    # The rest in one process (the games do not depend on the workers; a resume on two is
+    # test_player_failures'): two more worker processes would cost more than they save here.
+    done = run(*changed(common, ["--workers", "1"]), "--resume", "--no-progress")
     assert done.returncode == 0, done.stderr
-    assert len(json.loads((out / "tournament.json").read_text())["game_records"]) == 1200
+    assert len(json.loads((out / "tournament.json").read_text())["game_records"]) == 480
 
 
 def kill_9_once_saved(args: list[str], saved: Path, then: float = 0.0) -> None:
@@ -223,7 +226,7 @@ def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest
     middle of a later one: ``tournament.json`` holds whole deals, marked partial, and
     ``--resume`` plays the rest, to the very files of a run never stopped."""
     common = ["tournament", "--agents", "random", "greedy", "random", "greedy", "--threshold",
-              "5", "--engine", "single", "--workers", "1", "--seed", "4", "--games", "480",
+              "5", "--engine", "single", "--workers", "1", "--seed", "4", "--games", "320",
               "--no-progress"]  # fmt: skip
     killed, whole = tmp_path / "killed", tmp_path / "whole"
     saved = killed / "tournament.json"
@@ -232,7 +235,7 @@ def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest
     )
     partial = json.loads(saved.read_text())
     games = len(partial["game_records"])
-    assert partial["partial"] is True and 0 < games < 480 and games % 4 == 0
+    assert partial["partial"] is True and 0 < games < 320 and games % 4 == 0
     assert evaluate.main([*common, "--out", str(killed), "--resume"]) == 0
     assert evaluate.main([*common, "--out", str(whole)]) == 0
     for name in ("tournament.json", "games.csv", "agents.csv"):
@@ -542,6 +545,11 @@ COMMANDS = {
 """A small run of every command that writes results; ``{seed}`` is where a run differs from
 the earlier one (every command takes ``--seed``)."""
 
+SEEDS = {"showcase": (18, 27)}
+"""The earlier run's seed and the next one's where they are not 1 and 2: the showcase's search
+takes most of its time, and these deals are among the shortest of seeds 0-40 for it (77 and 87
+search decisions, against 151 and 100 for seeds 1 and 2)."""
+
 SIMULATED_FULL_DISK = (
     "import errno, os, runpy, sys\n"
     "def full(fd): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
@@ -589,7 +597,8 @@ def fill(disk: Path) -> None:
 def test_a_full_disk_is_one_line_and_leaves_the_earlier_result_whole(command, small_disk):
     kind, disk = small_disk
     out = disk / "out"
-    first = [a.format(out=out, seed=1) for a in COMMANDS[command]]
+    seeds = SEEDS.get(command, (1, 2))
+    first = [a.format(out=out, seed=seeds[0]) for a in COMMANDS[command]]
     if command in ("watch", "play"):  # they read the keyboard: a process of their own
         earlier = run(*first, stdin="quit\n")
         assert earlier.returncode == 0, earlier.stderr
@@ -597,7 +606,7 @@ def test_a_full_disk_is_one_line_and_leaves_the_earlier_result_whole(command, sm
         assert evaluate.main(first[1:]) == 0
     before = snapshot(out)
     assert before
-    again = [a.format(out=out, seed=2) for a in COMMANDS[command]]
+    again = [a.format(out=out, seed=seeds[1]) for a in COMMANDS[command]]
     if kind == "tmpfs":
         fill(disk)
         done = run(*again, stdin="quit\n")

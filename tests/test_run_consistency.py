@@ -1,7 +1,10 @@
 """A run's files always agree: after ``kill -9`` at any moment and ``--resume``, the checkpoint,
 ``evaluations.jsonl`` and the best model describe one history; a resume refuses a checkpoint of
 other settings; ``--total-steps`` and the step count saved on SIGTERM mean trained decisions; a
-run that fails to start leaves nothing behind. Real ``train.py`` runs in subprocesses."""
+run that fails to start leaves nothing behind. Real ``train.py`` runs in subprocesses where a test
+is about the process (a kill, a signal) and once for each path (a run, a batched run, a resume, a
+refusal); the other resumes through the command's ``main`` in this process, which saves each the
+seconds a ``train.py`` process spends importing torch."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from launch import evaluation_log, kill_9_ahead_of_checkpoint
+from training_inprocess import train_main
 
 from odin_lab.training.checkpoints import checkpoint_step, read_run
 
@@ -113,7 +117,7 @@ def test_kill_9_between_an_evaluation_and_the_next_checkpoint_then_resume(tmp_pa
     checkpoint = run / "checkpoint.safetensors"
     assert before[-1]["step"] > saved  # the log ran ahead of the checkpoint when it died
     best_before = best_score(run)
-    done = train("--resume", run, "--total-steps", saved + 2 * ROLLOUT)
+    done = train_main("--resume", run, "--total-steps", saved + 2 * ROLLOUT)
     assert done.returncode == 0, done.stderr[-2000:]
     final = checkpoint_step(checkpoint)
     assert saved + 2 * ROLLOUT <= final < saved + 2 * ROLLOUT + MOST_PER_UPDATE
@@ -132,7 +136,7 @@ def test_a_resume_never_replaces_a_better_best_model_on_record(done_run, tmp_pat
     (run / "best.json").write_text(json.dumps({"score": 2.0, "step": 0}))  # beyond any score
     best = (run / "best.safetensors").read_bytes()
     target = checkpoint_step(run / "checkpoint.safetensors") + 2 * ROLLOUT
-    done = train("--resume", run, "--total-steps", target)
+    done = train_main("--resume", run, "--total-steps", target)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(log(run)) > len(log(done_run))  # it evaluated again ...
     assert (run / "best.safetensors").read_bytes() == best  # ... and kept the better model
@@ -148,6 +152,7 @@ def test_a_best_model_ahead_of_the_checkpoint_is_set_aside_on_resume(done_run, t
     ahead = saved + 1000
     best = (run / "best.safetensors").read_bytes()
     (run / "best.json").write_text(json.dumps({"score": 2.0, "step": ahead, "model": "x"}))
+    # A real train.py --resume (the other resumes here run the command in this process).
     done = train("--resume", run, "--total-steps", saved + 2 * ROLLOUT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"kept as best-of-step-{ahead}.safetensors" in done.stdout
