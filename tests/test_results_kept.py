@@ -245,13 +245,14 @@ def test_kill_9_keeps_the_deals_saved_as_they_finished_and_resume_plays_the_rest
 
 ROW_STUDIES = {
     "seating": ["seating", "--agent", "greedy", "--players", "2", "3", "4", "5", "--start-rule",
-                "rotate", "--games", "60"],
+                "rotate", "--games", "20"],
     "thresholds": ["thresholds", "--agents", "greedy", "random", "--thresholds", "5", "7", "9",
-                   "11", "13", "--games", "60"],
-    "goat": ["goat", "--agent", "greedy", "--players", "2", "3", "4", "--games", "60"],
+                   "11", "13", "--games", "20"],
+    "goat": ["goat", "--agent", "greedy", "--players", "2", "3", "4", "--games", "20"],
 }  # fmt: skip
-"""Studies of several rows, each long enough that a kill right after the first row's save finds
-the study still running."""
+"""Studies of several rows, so that a kill right after the first row's save finds the study
+still running: the rows after it, then the figure, which is drawn before the whole result is
+written (each some tens of milliseconds, the figure a few hundred)."""
 
 
 @pytest.mark.parametrize("command", sorted(ROW_STUDIES))
@@ -341,10 +342,10 @@ def test_resume_refuses_a_partial_study_of_other_settings_in_one_line(
 
 
 LEADERBOARD = ["leaderboard", "--agents", "random", "greedy", "shaper", "planner", "linear",
-               "--players", "2", "--games", "100", "--threshold", "5", "--workers", "1",
+               "--players", "2", "--games", "40", "--threshold", "5", "--workers", "1",
                "--no-progress"]  # fmt: skip
-"""A leaderboard of ten tables, each long enough that a kill right after a save finds it
-running."""
+"""A leaderboard of ten tables, so that a kill right after a save finds it running: the tables
+after it, then the figure, drawn before the whole result is written."""
 
 
 def test_kill_9_keeps_the_leaderboard_tables_saved_as_they_finished_and_resume_plays_the_rest(
@@ -360,7 +361,7 @@ def test_kill_9_keeps_the_leaderboard_tables_saved_as_they_finished_and_resume_p
     partial = json.loads(saved.read_text())
     assert partial["partial"] is True and 0 < len(partial["tables"]) < 10
     kept = load_records(saved)
-    assert len(kept.games) == 100 * len(partial["tables"])
+    assert len(kept.games) == 40 * len(partial["tables"])
     for game in kept.games[:20]:
         replay(game, kept.config)
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
