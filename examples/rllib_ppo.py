@@ -38,7 +38,7 @@ def make_env(settings: dict) -> PettingZooEnv:
 
 def main() -> None:
     args, config = parse(__doc__)
-    iterations, batch = (1, 256) if args.smoke else (25, 2000)
+    iterations, batch = (1, 128) if args.smoke else (25, 2000)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     register_env("odin", make_env)
     settings = {"players": config.players, "threshold": config.threshold}

@@ -67,8 +67,10 @@ def test_abbreviated_flags_are_refused(args):
 
 
 def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_files(tmp_path):
+    # 240 games: chunks of 32 (8 deals), the first played by this process and the rest by the
+    # workers; Ctrl-C after two chunks leaves five and a half to play.
     common = ["tournament", "--agents", "random", "random", "random", "random", "--games",
-              "400", "--engine", "single", "--workers", "2", "--seed", "5"]  # fmt: skip
+              "240", "--engine", "single", "--workers", "2", "--seed", "5"]  # fmt: skip
     part = tmp_path / "part"
     proc = subprocess.Popen(
         [sys.executable, "evaluate.py", *common, "--out", str(part)],
@@ -86,8 +88,8 @@ def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_file
         if not char:
             pytest.fail(f"the tournament finished before Ctrl-C: {shown[-200:]!r}")
         shown += char
-        counts = [int(n) for n in re.findall(r"(\d+)/400", shown)]
-        if counts and 40 <= counts[-1] < 340:
+        counts = [int(n) for n in re.findall(r"(\d+)/240", shown)]
+        if counts and 40 <= counts[-1] < 180:  # two chunks (this process's and a worker's)
             break
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -96,7 +98,7 @@ def test_ctrl_c_keeps_the_finished_deals_and_resume_gives_the_uninterrupted_file
     saved = json.loads((part / "tournament.json").read_text())
     assert saved["partial"] is True
     games = len(saved["game_records"])
-    assert 0 < games < 400 and games % 4 == 0
+    assert 0 < games < 240 and games % 4 == 0
     assert [r["deal"] for r in saved["game_records"]][::4] == list(range(games // 4))
 
     from odin_lab.commands import evaluate
@@ -147,8 +149,9 @@ def test_the_first_compilation_of_the_batched_engine_is_announced(tmp_path, monk
 
 def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
     # A cold numba cache, as in a fresh clone: this process compiles the engine's kernels while
-    # a process beside it compiles planner's (odin_lab.evaluation.warm), and the two workers
-    # load them all (each used to compile and announce them).
+    # a process beside it compiles greedy's (odin_lab.evaluation.warm; greedy: the agent kernel
+    # quickest to compile, planner's takes three times its CPU), and the two workers load them
+    # all (each used to compile and announce them).
     cache = tmp_path / "cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     done = subprocess.run(
@@ -157,10 +160,12 @@ def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
             "evaluate.py",
             "tournament",
             "--agents",
-            "planner",
+            "greedy",
             "random",
             "--games",
-            "96",  # 192 games rotated: three parts of 64, this process's and one per worker
+            # 192 games (96 deals rotated): three parts of 64, this process's and one for each
+            # worker (each idle worker is sent a part at once), so that both load the kernels.
+            "192",
             "--workers",
             "2",
             "--out",
@@ -176,5 +181,5 @@ def test_two_workers_compile_the_batched_engine_once_and_say_so_once(tmp_path):
     assert done.stderr.count("compiling the batched engine") == 1, done.stderr
     # The line comes before the progress bar, not inside it.
     assert done.stderr.startswith("odin_env: compiling the batched engine"), done.stderr[:200]
-    for kernels in ("_batched_steps", "batched_planner"):
-        assert any(cache.rglob(f"{kernels}.*.nbi")), f"{kernels} not in the cache"
+    for kernels in ("_batched_steps.*", "batched_shaper.greedy_kernel-*"):
+        assert any(cache.rglob(f"{kernels}.nbi")), f"{kernels} not in the cache"
