@@ -5,7 +5,6 @@ Ctrl-C and end of input stop cleanly and save the unfinished game; bad flags exi
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import re
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from training_inprocess import evaluate_main
+from training_inprocess import evaluate_main, play_main
 
 from odin_env.rules import TAKING
 from odin_lab.evaluation.play import LineReader
@@ -202,20 +201,6 @@ def test_the_reader_keeps_pasted_lines_and_ends_at_end_of_input():
     os.close(r)
 
 
-def play_main(args: list[str]) -> subprocess.CompletedProcess:
-    """``python play.py ARGS`` run as ``odin_lab.commands.play.main`` in this process: its exit
-    code (an argparse refusal's too) and what it printed."""
-    from odin_lab.commands.play import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(args))
-        except SystemExit as stop:
-            code = stop.code
-    return subprocess.CompletedProcess(["play.py", *args], code, out.getvalue(), err.getvalue())
-
-
 @pytest.mark.parametrize(
     ("args", "says"),
     [
@@ -226,7 +211,7 @@ def play_main(args: list[str]) -> subprocess.CompletedProcess:
         (["--opponents", "random", "--seed", "-1"], "--seed must be"),
     ],
 )
-def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path, monkeypatch):
+def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path):
     """The first case through a real ``python play.py``; the others through the command's
     ``main`` in this process, from the same folder (a refusal is the command's)."""
     if args == ["--opponents", "random", "random", "--players", "4"]:
@@ -238,8 +223,7 @@ def test_bad_flags_are_one_line_and_exit_2(args, says, tmp_path, monkeypatch):
             cwd=tmp_path,
         )
     else:
-        monkeypatch.chdir(tmp_path)
-        result = play_main(args)
+        result = play_main(*args, cwd=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], result.stderr

@@ -1,4 +1,4 @@
-"""``train.py``'s command called in this process (``odin_lab.commands.train.main(argv)``): a
+"""The commands of ``train.py``, ``evaluate.py`` and ``play.py`` called in this process (main): a
 refusal checked without the ~4 s a ``python train.py`` process takes before it checks anything
 (the torch import). The tests of training, setting ranges, DMC, CEM, symmetries and model files
 keep one real ``train.py`` process per refusal test to keep the script's path tested. A helper of
@@ -46,5 +46,12 @@ def _call(main, argv: Sequence[str], cwd: Path | None) -> subprocess.CompletedPr
 def evaluate_main(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``python evaluate.py ARGS`` as :func:`train_main` runs ``train.py``'s command."""
     from odin_lab.commands.evaluate import main
+
+    return _call(main, [str(a) for a in args], cwd)
+
+
+def play_main(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python play.py ARGS`` as :func:`train_main` runs ``train.py``'s command."""
+    from odin_lab.commands.play import main
 
     return _call(main, [str(a) for a in args], cwd)
